@@ -1,0 +1,1 @@
+"""Example model configs written for sglaunch, addressable as example:NAME."""

@@ -1,0 +1,1 @@
+"""Facts about the GPUs, the model and its weights."""

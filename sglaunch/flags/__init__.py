@@ -1,0 +1,1 @@
+"""sglang's flag schema, the argv parser and the launch-line reader."""

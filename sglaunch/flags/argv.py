@@ -1,0 +1,356 @@
+"""Parse sglang server flags the way sglang's argparse parser does, and write them back.
+
+sglang's parser keeps argparse's `allow_abbrev=True`, so `--tp 2` is
+`--tp-size 2`; `--flag=value` works; the last occurrence wins. Unlike argparse,
+this parser does not stop at the first problem: it collects every one, each
+with argparse's own wording, so a pasted launch line gets all its errors at once.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from sglaunch.flags.schema import FlagSchema, FlagSpec
+from sglaunch.validators.facts import FlagIssue, FlagIssueKind
+
+_NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
+
+
+@dataclass
+class ParsedFlags:
+    values: dict[str, Any] = field(default_factory=dict)
+    issues: list[FlagIssue] = field(default_factory=list)
+    # dest -> the spelling the user typed (e.g. "--tp"), for messages
+    spelled: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.issues
+
+
+class _TypeError(Exception):
+    """A value argparse's type function would reject; `message` is argparse's text."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def _human_int(value: str) -> int:
+    # sglang srt/utils/common.py human_readable_int
+    value = value.strip()
+    si = {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
+    iec = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)", value)
+    if m:
+        number, suffix = m.groups()
+        if suffix in iec:
+            if "." in number:
+                raise _TypeError(
+                    f"Decimals are not allowed with IEC suffixes like '{suffix}'. "
+                    f"Use an integer IEC value such as '{int(Decimal(number))}{suffix}', "
+                    f"or an SI value such as '{number}{suffix[0]}'."
+                )
+            return int(number) * iec[suffix]
+        return int(Decimal(number) * si[suffix])
+    try:
+        return int(value)
+    except ValueError:
+        raise _TypeError(
+            f"Invalid integer value: '{value}'. "
+            "Use a plain integer, SI suffixes (1k, 1M), or IEC suffixes (1Ki, 1Mi). "
+            "Suffixes are case-sensitive."
+        ) from None
+
+
+def convert(spec: FlagSpec, raw: str) -> Any:
+    """One value through the flag's type function; raises _TypeError with argparse's words."""
+    t = spec.type
+    try:
+        if t == "int":
+            return int(raw)
+        if t == "float":
+            return float(raw)
+        if t == "human_int":
+            return _human_int(raw)
+        if t == "json":
+            return json.loads(raw)
+        if t == "json_object":
+            try:
+                parsed = json.loads(raw)
+            except json.JSONDecodeError as e:
+                raise _TypeError(f"{spec.name} must be JSON: {e}") from None
+            if not isinstance(parsed, dict):
+                raise _TypeError(f"{spec.name} must be a JSON object, got {type(parsed).__name__}")
+            return parsed
+        if t == "json_list":
+            try:
+                return json.loads(raw)
+            except json.JSONDecodeError:
+                raise _TypeError(
+                    f"Invalid JSON list: {raw}. Please provide a valid JSON list."
+                ) from None
+        if t == "nullable_str":
+            return None if not raw or raw == "None" else raw
+        if t == "cuda_graph_backend":
+            if raw == "tc_piecewise":
+                raise _TypeError("tc_piecewise was removed; select breakable, full, or disabled")
+            return raw
+        return raw
+    except _TypeError:
+        raise
+    except (ValueError, TypeError, InvalidOperation):
+        type_name = {
+            "int": "int",
+            "float": "float",
+            "json": "loads",
+        }.get(t, t)
+        raise _TypeError(f"invalid {type_name} value: {raw!r}") from None
+
+
+def _check_choice(spec: FlagSpec, value: Any) -> str | None:
+    if spec.choices is None or value is None:
+        return None
+    if value in spec.choices:
+        return None
+    choices = ", ".join(repr(c) for c in spec.choices)
+    return f"invalid choice: {value!r} (choose from {choices})"
+
+
+def suggest(option: str, schema: FlagSchema, n: int = 3) -> tuple[str, ...]:
+    """Did-you-mean candidates for an unknown option."""
+    name = option.split("=", 1)[0]
+    options = schema.all_options()
+    found = difflib.get_close_matches(name, options, n=n, cutoff=0.6)
+    if not found:
+        # "--radix" -> flags that contain the word
+        bare = name.lstrip("-")
+        if len(bare) >= 4:
+            found = [o for o in options if bare in o][:n]
+    return tuple(found)
+
+
+class _Lookup:
+    def __init__(self, schema: FlagSchema) -> None:
+        self.schema = schema
+
+    def find(self, arg: str) -> tuple[FlagSpec | None, str, str | None, FlagIssue | None]:
+        """(spec, option as matched, explicit '=' value, issue) for one option-looking token."""
+        by_option = self.schema.by_option
+        if arg in by_option:
+            return by_option[arg], arg, None, None
+        explicit: str | None = None
+        head = arg
+        if "=" in arg:
+            head, explicit = arg.split("=", 1)
+            if head in by_option:
+                return by_option[head], head, explicit, None
+        if self.schema.allow_abbrev and arg.startswith("--"):
+            matches = [opt for opt in by_option if opt.startswith(head)]
+            if len(matches) > 1:
+                msg = f"ambiguous option: {head} could match {', '.join(matches)}"
+                return (
+                    None,
+                    head,
+                    explicit,
+                    FlagIssue(
+                        FlagIssueKind.AMBIGUOUS,
+                        option=head,
+                        message=msg,
+                        suggestions=tuple(matches[:6]),
+                    ),
+                )
+            if len(matches) == 1:
+                return by_option[matches[0]], matches[0], explicit, None
+        return None, head, explicit, None
+
+
+def _is_value_token(tok: str) -> bool:
+    """argparse treats a token as a value unless it looks like an option."""
+    if not tok.startswith("-") or tok == "-":
+        return True
+    # sglang's parser has no option that looks like a negative number
+    if _NEGATIVE_NUMBER.match(tok):
+        return True
+    return " " in tok and not tok.startswith("--")
+
+
+def parse_argv(argv: Iterable[str], schema: FlagSchema) -> ParsedFlags:
+    tokens = list(argv)
+    out = ParsedFlags()
+    lookup = _Lookup(schema)
+    unknown: list[str] = []
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        i += 1
+        if tok == "--":
+            unknown.extend(tokens[i:])
+            break
+        if _is_value_token(tok):
+            unknown.append(tok)
+            continue
+        if tok in ("-h", "--help"):
+            continue
+        spec, matched, explicit, issue = lookup.find(tok)
+        if issue is not None:
+            out.issues.append(issue)
+            # skip the values that would have belonged to it
+            while i < len(tokens) and _is_value_token(tokens[i]):
+                i += 1
+            continue
+        if spec is None:
+            unknown.append(tok)
+            continue
+        name = spec.argparse_name
+        out.spelled[spec.dest] = tok.split("=", 1)[0]
+        if not spec.takes_value:
+            if explicit is not None:
+                out.issues.append(
+                    FlagIssue(
+                        FlagIssueKind.UNEXPECTED_VALUE,
+                        option=matched,
+                        dest=spec.dest,
+                        value=explicit,
+                        message=f"argument {name}: ignored explicit argument {explicit!r}",
+                    )
+                )
+                continue
+            if spec.action == "boolean_optional":
+                out.values[spec.dest] = not matched.startswith("--no-")
+            elif spec.action == "store_false":
+                out.values[spec.dest] = False
+            elif spec.action == "store_const":
+                out.values[spec.dest] = spec.const if spec.const is not None else True
+            else:
+                out.values[spec.dest] = True
+            continue
+        # options that take values
+        raw_values: list[str] = []
+        if explicit is not None:
+            raw_values.append(explicit)
+        else:
+            while i < len(tokens) and _is_value_token(tokens[i]):
+                raw_values.append(tokens[i])
+                i += 1
+                if not spec.is_list and spec.nargs != "?":
+                    break
+                if spec.nargs == "?":
+                    break
+        if not raw_values and spec.nargs not in ("*", "?"):
+            what = "at least one argument" if spec.nargs == "+" else "one argument"
+            out.issues.append(
+                FlagIssue(
+                    FlagIssueKind.MISSING_VALUE,
+                    option=matched,
+                    dest=spec.dest,
+                    message=f"argument {name}: expected {what}",
+                )
+            )
+            continue
+        converted: list[Any] = []
+        bad = False
+        for raw in raw_values:
+            try:
+                value = convert(spec, raw)
+            except _TypeError as e:
+                out.issues.append(
+                    FlagIssue(
+                        FlagIssueKind.INVALID_VALUE,
+                        option=matched,
+                        dest=spec.dest,
+                        value=raw,
+                        message=f"argument {name}: {e.message}",
+                    )
+                )
+                bad = True
+                break
+            choice_error = _check_choice(spec, value)
+            if choice_error:
+                out.issues.append(
+                    FlagIssue(
+                        FlagIssueKind.INVALID_CHOICE,
+                        option=matched,
+                        dest=spec.dest,
+                        value=raw,
+                        message=f"argument {name}: {choice_error}",
+                        choices=tuple(str(c) for c in spec.choices or ()),
+                        suggestions=tuple(
+                            difflib.get_close_matches(
+                                raw, [str(c) for c in spec.choices or ()], n=3, cutoff=0.5
+                            )
+                        ),
+                    )
+                )
+                bad = True
+                break
+            converted.append(value)
+        if bad:
+            continue
+        if spec.action == "store_const":
+            # a retired valued flag: the value is checked, the constant is stored
+            out.values[spec.dest] = spec.const
+        elif spec.is_list:
+            out.values[spec.dest] = converted
+        elif spec.nargs == "?" and not converted:
+            out.values[spec.dest] = spec.const
+        else:
+            out.values[spec.dest] = converted[0]
+    for tok in unknown:
+        out.issues.append(
+            FlagIssue(
+                FlagIssueKind.UNKNOWN,
+                option=tok,
+                message=f"unrecognized arguments: {tok}",
+                suggestions=suggest(tok, schema) if tok.startswith("-") else (),
+            )
+        )
+    return out
+
+
+def format_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict | list) and not isinstance(value, str):
+        return json.dumps(value, separators=(",", ":"))
+    return str(value)
+
+
+def to_argv(values: Mapping[str, Any], schema: FlagSchema) -> list[str]:
+    """Flags (by dest) back to sglang command-line tokens, in the given order."""
+    out: list[str] = []
+    for dest, value in values.items():
+        spec = schema.get(dest)
+        name = spec.name if spec else "--" + dest.replace("_", "-")
+        if spec is None:
+            if value is True:
+                out.append(name)
+            elif value not in (None, False):
+                out += [name, format_value(value)]
+            continue
+        if spec.action == "boolean_optional":
+            if value is True:
+                out.append(spec.options[0])
+            elif value is False:
+                neg = next((o for o in spec.options if o.startswith("--no-")), None)
+                if neg:
+                    out.append(neg)
+            continue
+        if spec.is_bool or (spec.action == "store_const" and spec.type == "const"):
+            if value:
+                out.append(name)
+            continue
+        if value is None:
+            continue
+        if spec.is_list and isinstance(value, list | tuple):
+            out.append(name)
+            out += [format_value(v) for v in value]
+            continue
+        out += [name, format_value(value)]
+    return out

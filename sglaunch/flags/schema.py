@@ -1,0 +1,166 @@
+"""The schema of sglang's server flags: names, aliases, types, defaults, choices.
+
+The bundled schema (`data/schema-0.5.23.json`, made by `scripts/make_flag_schema.py`
+from sglang's own parser, facts only) is used when sglang is absent; the oracle
+reads the installed sglang's schema, with help text, and caches it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from sglaunch import SGLANG_VERSION
+from sglaunch.errors import UserError
+
+BOOL_ACTIONS = ("store_true", "store_false", "boolean_optional")
+
+
+@dataclass(frozen=True)
+class FlagSpec:
+    dest: str
+    options: tuple[str, ...]
+    action: str = "store"
+    type: str = "str"
+    default: Any = None
+    choices: tuple[Any, ...] | None = None
+    nargs: str | int | None = None
+    required: bool = False
+    namespace: str = ""
+    section: str = ""
+    deprecated: bool = False
+    help: str = ""
+    const: Any = None
+    new_flag: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The primary CLI spelling, e.g. --tp-size."""
+        return self.options[0]
+
+    @property
+    def is_bool(self) -> bool:
+        return self.action in BOOL_ACTIONS
+
+    @property
+    def takes_value(self) -> bool:
+        return not self.is_bool and not (self.action == "store_const" and self.type == "const")
+
+    @property
+    def is_list(self) -> bool:
+        return self.nargs in ("+", "*") or isinstance(self.nargs, int)
+
+    @property
+    def argparse_name(self) -> str:
+        """How argparse names the argument in its errors: '--tp-size/--tensor-parallel-size'."""
+        return "/".join(self.options)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> FlagSpec:
+        choices = d.get("choices")
+        return cls(
+            dest=d["dest"],
+            options=tuple(d["options"]),
+            action=d.get("action", "store"),
+            type=d.get("type", "str"),
+            default=d.get("default"),
+            choices=tuple(choices) if choices is not None else None,
+            nargs=d.get("nargs"),
+            required=bool(d.get("required", False)),
+            namespace=d.get("namespace", ""),
+            section=d.get("section", ""),
+            deprecated=bool(d.get("deprecated", False)),
+            help=d.get("help") or "",
+            const=d.get("const"),
+            new_flag=d.get("new_flag"),
+        )
+
+
+@dataclass
+class FlagSchema:
+    flags: list[FlagSpec]
+    sglang_version: str
+    prog: str = "sglang serve"
+    allow_abbrev: bool = True
+    help_included: bool = False
+    origin: str = "bundled"
+    by_dest: dict[str, FlagSpec] = field(init=False)
+    by_option: dict[str, FlagSpec] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.by_dest = {f.dest: f for f in self.flags}
+        self.by_option = {opt: f for f in self.flags for opt in f.options}
+
+    def __len__(self) -> int:
+        return len(self.flags)
+
+    def get(self, dest: str) -> FlagSpec | None:
+        return self.by_dest.get(dest)
+
+    def cli_name(self, dest: str) -> str:
+        spec = self.by_dest.get(dest)
+        return spec.name if spec else "--" + dest.replace("_", "-")
+
+    def cli_names(self) -> dict[str, str]:
+        return {f.dest: f.name for f in self.flags}
+
+    def defaults(self) -> dict[str, Any]:
+        return {f.dest: f.default for f in self.flags}
+
+    def all_options(self) -> list[str]:
+        return list(self.by_option)
+
+    def search(self, text: str) -> list[FlagSpec]:
+        """Flags whose name, dest, section or help mention every word of `text`."""
+        words = [w.lower() for w in text.split() if w]
+        if not words:
+            return list(self.flags)
+        out = []
+        for f in self.flags:
+            hay = " ".join((*f.options, f.dest, f.section, f.namespace, f.help)).lower()
+            if all(w in hay for w in words):
+                out.append(f)
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], origin: str = "bundled") -> FlagSchema:
+        try:
+            flags = [FlagSpec.from_json(d) for d in data["flags"]]
+            return cls(
+                flags=flags,
+                sglang_version=str(data.get("sglang_version") or ""),
+                prog=data.get("prog", "sglang serve"),
+                allow_abbrev=bool(data.get("allow_abbrev", True)),
+                help_included=bool(data.get("help_included", False)),
+                origin=origin,
+            )
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise UserError(f"flag schema from {origin} is malformed ({exc}); delete it and retry") from exc
+
+
+@cache
+def bundled_schema() -> FlagSchema:
+    """The facts-only schema of sglang 0.5.23 shipped with sglaunch."""
+    text = (
+        resources.files("sglaunch.flags")
+        .joinpath("data", f"schema-{SGLANG_VERSION}.json")
+        .read_text(encoding="utf-8")
+    )
+    return FlagSchema.from_json(json.loads(text), origin="bundled")
+
+
+def load_schema_file(path: Path) -> FlagSchema:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UserError(f"cannot read flag schema {path}: {exc}") from exc
+    return FlagSchema.from_json(data, origin=str(path))
+
+
+def dests_in(schema: FlagSchema, names: Iterable[str]) -> list[str]:
+    return [n for n in names if n in schema.by_dest]

@@ -1,0 +1,159 @@
+"""The rule registry and the engine that runs it.
+
+A rule is a pure function over a `CheckInput` that yields findings. Rules
+register with `@rule(...)` in their module; modules are imported by the
+explicit list in `registry.py`, never discovered. Like sglang's own
+`@_register_for`, a rule may be keyed to model architectures
+(`config.architectures[0]`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sglaunch.validators.facts import CheckInput
+from sglaunch.validators.findings import Finding, Override, Severity, sort_findings
+
+RuleFunc = Callable[[CheckInput], Iterable[Finding]]
+
+# What a rule mirrors in sglang 0.5.23:
+#   "parse"      argparse in prepare_server_args (exit 2)
+#   "config"     loading the HF config (get_config / sglang's config classes)
+#   "resolution" a check in ServerArgs.resolve_once()
+#   "launch"     a failure after resolution, while the server starts
+MIRRORS = ("parse", "config", "resolution", "launch")
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    func: RuleFunc
+    summary: str
+    mirrors: str
+    ref: str
+    architectures: frozenset[str] | None = None
+
+    def applies_to(self, inp: CheckInput) -> bool:
+        if self.architectures is None:
+            return True
+        return inp.model is not None and inp.model.architecture in self.architectures
+
+
+_RULES: dict[str, Rule] = {}
+
+
+def rule(
+    code: str,
+    *,
+    summary: str,
+    mirrors: str,
+    ref: str,
+    architectures: Iterable[str] | None = None,
+) -> Callable[[RuleFunc], RuleFunc]:
+    if mirrors not in MIRRORS:
+        raise ValueError(f"rule {code}: mirrors must be one of {MIRRORS}")
+
+    def register(func: RuleFunc) -> RuleFunc:
+        if code in _RULES:
+            raise ValueError(f"duplicate rule code {code!r}")
+        _RULES[code] = Rule(
+            code=code,
+            func=func,
+            summary=summary,
+            mirrors=mirrors,
+            ref=ref,
+            architectures=frozenset(architectures) if architectures is not None else None,
+        )
+        return func
+
+    return register
+
+
+def all_rules() -> list[Rule]:
+    from sglaunch.validators import registry  # noqa: F401  (registers every rule)
+
+    return list(_RULES.values())
+
+
+def get_rule(code: str) -> Rule | None:
+    from sglaunch.validators import registry  # noqa: F401
+
+    return _RULES.get(code)
+
+
+@dataclass(frozen=True)
+class Report:
+    findings: tuple[Finding, ...]
+    # field -> (asked, value): what sglang will set, last writer wins
+    changes: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity is Severity.ERROR]
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def codes(self) -> list[str]:
+        return [f.code for f in self.findings]
+
+
+def validate(inp: CheckInput, rules: Iterable[Rule] | None = None) -> Report:
+    """Run every applicable rule; errors first. Never raises for any input."""
+    selected = all_rules() if rules is None else list(rules)
+    findings: list[Finding] = []
+    for r in selected:
+        if not r.applies_to(inp):
+            continue
+        try:
+            findings.extend(r.func(inp))
+        except Exception as exc:  # a bug in a rule must not hide the others
+            findings.append(
+                Finding(
+                    code="internal-rule-error",
+                    severity=Severity.WARNING,
+                    message=f"sglaunch's rule {r.code} failed ({type(exc).__name__}: {exc}); "
+                    "its verdict is missing — please report this",
+                )
+            )
+    changes: dict[str, tuple[Any, Any]] = {}
+    for f in findings:
+        if f.override is not None:
+            changes[f.override.field] = (f.override.asked, f.override.value)
+    return Report(findings=tuple(sort_findings(findings)), changes=changes)
+
+
+def override_finding(
+    code: str,
+    inp: CheckInput,
+    dest: str,
+    value: Any,
+    why: str,
+    *,
+    ref: str,
+    fixes: tuple = (),
+) -> Finding:
+    """The standard wording for a silent change: 'sglang will set X=V (you left it unset)'."""
+    asked = inp.flags.get(dest)
+    if dest in inp.flags:
+        asked_text = f"you asked for {_fmt(asked)}"
+    else:
+        asked_text = "you left it unset"
+    return Finding(
+        code=code,
+        severity=Severity.OVERRIDE,
+        message=f"sglang will set {dest}={_fmt(value)} ({asked_text}): {why}",
+        flags=(dest,),
+        ref=ref,
+        override=Override(field=dest, asked=asked, value=value),
+        fixes=fixes,
+    )
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

@@ -1,0 +1,1 @@
+"""Rule modules: `general/` for every model, `models/` keyed by architecture like sglang's model_overrides."""

@@ -1,0 +1,1 @@
+"""Rules for every model: flags, parallelism, memory, context, remote code, backends."""
