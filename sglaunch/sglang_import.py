@@ -12,6 +12,7 @@ in `sglang/_platform_stubs.py`; resolution never needs torchvision.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import sys
@@ -63,10 +64,8 @@ def _install_torchvision_mock(stubs) -> None:  # type: ignore[no-untyped-def]
     (an lru_cache'd find_spec); importing it first, while torchvision is still
     absent, keeps it off its torchvision code paths, which the mock cannot serve.
     """
-    try:
+    with contextlib.suppress(ImportError):
         import transformers  # noqa: F401
-    except ImportError:
-        pass
     sys.modules["torchvision"] = stubs._MockModule("torchvision")
     sys.meta_path.insert(0, _MockFinder("torchvision", stubs._MockModule))
 

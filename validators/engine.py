@@ -138,10 +138,7 @@ def override_finding(
 ) -> Finding:
     """The standard wording for a silent change: 'sglang will set X=V (you left it unset)'."""
     asked = inp.flags.get(dest)
-    if dest in inp.flags:
-        asked_text = f"you asked for {_fmt(asked)}"
-    else:
-        asked_text = "you left it unset"
+    asked_text = f"you asked for {_fmt(asked)}" if dest in inp.flags else "you left it unset"
     return Finding(
         code=code,
         severity=Severity.OVERRIDE,

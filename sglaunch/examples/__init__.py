@@ -1,1 +1,24 @@
-"""Example model configs written for sglaunch, addressable as example:NAME."""
+"""Example model configs written for sglaunch, addressable as `example:NAME`.
+
+They let a new user try everything before downloading anything. Configs only:
+no weights, no tokenizer. The MiniCPM 4 example carries a small configuration
+class of our own behind `auto_map`, like a real remote-code checkpoint.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+EXAMPLES: dict[str, str] = {
+    "minicpm-sala": "MiniCPM SALA: sparse + lightning attention layers (sglang's minicpm_sala type)",
+    "minicpm4-8b": "MiniCPM 4 8B: remote-code config (needs --trust-remote-code)",
+    "minicpm-v-4.6": "MiniCPM-V 4.6: vision-language, Qwen3.5 text backbone",
+    "llama-3.1-8b": "Llama 3.1 8B: a plain transformers model, 128K context",
+}
+
+DEFAULT_EXAMPLE = "minicpm-sala"
+
+
+def example_dir(name: str) -> Path:
+    return Path(str(resources.files("sglaunch.examples").joinpath(name)))

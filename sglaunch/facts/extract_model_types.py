@@ -34,11 +34,10 @@ def extract() -> dict[str, object]:
     import logging
 
     logging.disable(logging.WARNING)
+    import sglang
     import transformers
     from sglang.srt.utils.hf_transformers.common import _CONFIG_REGISTRY
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
-
-    import sglang
 
     return {
         "sglang_version": getattr(sglang, "__version__", ""),

@@ -94,7 +94,9 @@ def probe_gpus(
     try:
         return _read(nvml, env, fallback_preset, with_processes)
     except Exception as exc:
-        return planning_fallback(f"NVML error ({_text(exc) or type(exc).__name__})", fallback_preset)
+        return planning_fallback(
+            f"NVML error ({_text(exc) or type(exc).__name__})", fallback_preset
+        )
     finally:
         _try(nvml.nvmlShutdown)
 
@@ -110,9 +112,13 @@ def _init_reason(exc: Exception, nvml: Any) -> str:
     return f"NVML could not start ({_text(exc) or name})"
 
 
-def _read(nvml: Any, env: Mapping[str, str], fallback_preset: str, with_processes: bool) -> GpuFacts:
+def _read(
+    nvml: Any, env: Mapping[str, str], fallback_preset: str, with_processes: bool
+) -> GpuFacts:
     driver = _text(_try(nvml.nvmlSystemGetDriverVersion, ""))
-    cuda_raw = _try(nvml.nvmlSystemGetCudaDriverVersion_v2) or _try(nvml.nvmlSystemGetCudaDriverVersion)
+    cuda_raw = _try(nvml.nvmlSystemGetCudaDriverVersion_v2) or _try(
+        nvml.nvmlSystemGetCudaDriverVersion
+    )
     cuda = _cuda_text(int(cuda_raw)) if cuda_raw else ""
     total = int(nvml.nvmlDeviceGetCount())
     handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(total)]
@@ -132,7 +138,9 @@ def _read(nvml: Any, env: Mapping[str, str], fallback_preset: str, with_processe
         mem = nvml.nvmlDeviceGetMemoryInfo(h)
         major, minor = nvml.nvmlDeviceGetCudaComputeCapability(h)
         util = _try(lambda h=h: nvml.nvmlDeviceGetUtilizationRates(h).gpu)
-        temp = _try(lambda h=h: nvml.nvmlDeviceGetTemperature(h, getattr(nvml, "NVML_TEMPERATURE_GPU", 0)))
+        temp = _try(
+            lambda h=h: nvml.nvmlDeviceGetTemperature(h, getattr(nvml, "NVML_TEMPERATURE_GPU", 0))
+        )
         power = _try(lambda h=h: nvml.nvmlDeviceGetPowerUsage(h) / 1000.0)
         limit = _try(lambda h=h: nvml.nvmlDeviceGetEnforcedPowerLimit(h) / 1000.0)
         bus = _try(lambda h=h: _text(nvml.nvmlDeviceGetPciInfo(h).busId), "")
@@ -164,7 +172,9 @@ def _read(nvml: Any, env: Mapping[str, str], fallback_preset: str, with_processe
                 pci_bus_id=bus,
             )
         )
-    facts = GpuFacts(mode=GpuMode.NVML, devices=tuple(devices), driver_version=driver, cuda_version=cuda)
+    facts = GpuFacts(
+        mode=GpuMode.NVML, devices=tuple(devices), driver_version=driver, cuda_version=cuda
+    )
     hidden = total - len(devices)
     note = f" ({hidden} hidden by CUDA_VISIBLE_DEVICES)" if hidden else ""
     status = f"{facts.describe()} · driver {driver or '?'} · CUDA {cuda or '?'}{note}"
@@ -185,7 +195,9 @@ def _process_name(pid: int) -> str:
         return ""
 
 
-def gpu_facts_for(spec: str | None, env: Mapping[str, str] | None = None, nvml: Any | None = None) -> GpuFacts:
+def gpu_facts_for(
+    spec: str | None, env: Mapping[str, str] | None = None, nvml: Any | None = None
+) -> GpuFacts:
     """`--gpu NAMExCOUNT` when given, else the real GPUs, else the default planning preset."""
     if spec:
         return parse_gpu_spec(spec)

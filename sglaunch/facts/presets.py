@@ -47,7 +47,13 @@ PRESETS: tuple[Preset, ...] = (
     Preset("RTX3090", "NVIDIA GeForce RTX 3090", (8, 6), 24576, ("3090",)),
     Preset("RTX4090", "NVIDIA GeForce RTX 4090", (8, 9), 24564, ("4090",)),
     Preset("RTX5090", "NVIDIA GeForce RTX 5090", (12, 0), 32607, ("5090",)),
-    Preset("RTXPRO6000", "NVIDIA RTX PRO 6000 Blackwell Server Edition", (12, 0), 97887, ("RTX-PRO-6000",)),
+    Preset(
+        "RTXPRO6000",
+        "NVIDIA RTX PRO 6000 Blackwell Server Edition",
+        (12, 0),
+        97887,
+        ("RTX-PRO-6000",),
+    ),
     Preset("GB10", "NVIDIA GB10", (12, 1), 122570, ("DGX-SPARK", "SPARK")),
 )
 
@@ -76,11 +82,19 @@ def parse_gpu_spec(spec: str, cuda_version: str = DEFAULT_CUDA) -> GpuFacts:
     """'H100x8' -> planning facts for eight H100s. Raises UserError with the way out."""
     m = _SPEC.match(spec or "")
     if not m:
-        raise UserError(f"cannot read --gpu {spec!r}: write NAMExCOUNT, for example H100x8 or RTX5090x1")
+        raise UserError(
+            f"cannot read --gpu {spec!r}: write NAMExCOUNT, for example H100x8 or RTX5090x1"
+        )
     preset = find_preset(m.group("name"))
     if preset is None:
-        close = difflib.get_close_matches(_norm(m.group("name")), [_norm(p.key) for p in PRESETS], n=1)
-        hint = f" — did you mean {next(p.key for p in PRESETS if _norm(p.key) == close[0])}?" if close else ""
+        close = difflib.get_close_matches(
+            _norm(m.group("name")), [_norm(p.key) for p in PRESETS], n=1
+        )
+        hint = (
+            f" — did you mean {next(p.key for p in PRESETS if _norm(p.key) == close[0])}?"
+            if close
+            else ""
+        )
         raise UserError(
             f"unknown GPU {m.group('name')!r} in --gpu{hint} Known: {', '.join(preset_names())}"
         )
@@ -110,6 +124,7 @@ def planning_facts(
         devices=devices,
         driver_version=DEFAULT_DRIVER,
         cuda_version=cuda_version,
-        status=status or f"planning mode: {count}× {preset.name} (sm{preset.capability[0]}{preset.capability[1]}, {preset.memory_mib // 1024} GiB)",
+        status=status
+        or f"planning mode: {count}× {preset.name} (sm{preset.capability[0]}{preset.capability[1]}, {preset.memory_mib // 1024} GiB)",
         preset=f"{preset.key}x{count}",
     )

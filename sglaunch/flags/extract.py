@@ -118,9 +118,8 @@ def extract(include_help: bool) -> dict[str, Any]:
     import logging
 
     logging.disable(logging.WARNING)
-    from sglang.srt.server_args import ServerArgs
-
     import sglang
+    from sglang.srt.server_args import ServerArgs
 
     parser = argparse.ArgumentParser(prog="sglang serve")
     ServerArgs.add_cli_args(parser)
@@ -148,7 +147,11 @@ def extract(include_help: bool) -> dict[str, Any]:
             "type": vtype,
             "default": _jsonable(action.default),
             # a set of choices has no stable order: sort it so the output is reproducible
-            "choices": _jsonable(action.choices if isinstance(action.choices, set | frozenset) else list(action.choices))
+            "choices": _jsonable(
+                action.choices
+                if isinstance(action.choices, set | frozenset)
+                else list(action.choices)
+            )
             if action.choices is not None
             else None,
             "nargs": action.nargs if action.nargs not in (None, 0) else None,

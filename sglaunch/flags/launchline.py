@@ -26,10 +26,26 @@ class LaunchLine:
     env: dict[str, str] = field(default_factory=dict)
 
 
+def _strip_comment(line: str) -> str:
+    """Cut a shell comment: an unquoted # at the start of a word."""
+    quote = ""
+    prev = " "
+    for i, ch in enumerate(line):
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and prev.isspace():
+            return line[:i]
+        prev = ch
+    return line
+
+
 def _join_continuations(text: str) -> str:
     lines = []
     for raw in text.replace("\r\n", "\n").split("\n"):
-        line = raw.rstrip()
+        line = _strip_comment(raw).rstrip()
         stripped = line.lstrip()
         if stripped.startswith("#"):
             continue
@@ -43,7 +59,9 @@ def parse_launch_line(text: str) -> LaunchLine:
     """Split a pasted command into sglang's argv; raises UserError when it is not an sglang launch."""
     joined = _join_continuations(text).strip()
     if not joined:
-        raise UserError("the launch line is empty: paste a `python -m sglang.launch_server ...` or `sglang serve ...` command")
+        raise UserError(
+            "the launch line is empty: paste a `python -m sglang.launch_server ...` or `sglang serve ...` command"
+        )
     try:
         tokens = shlex.split(joined, comments=False)
     except ValueError as exc:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from sglaunch import SGLANG_VERSION
@@ -91,6 +92,8 @@ class FlagSchema:
     origin: str = "bundled"
     by_dest: dict[str, FlagSpec] = field(init=False)
     by_option: dict[str, FlagSpec] = field(init=False)
+    _cli_names: Mapping[str, str] | None = field(init=False, default=None, repr=False)
+    _defaults: Mapping[str, Any] | None = field(init=False, default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.by_dest = {f.dest: f for f in self.flags}
@@ -106,11 +109,16 @@ class FlagSchema:
         spec = self.by_dest.get(dest)
         return spec.name if spec else "--" + dest.replace("_", "-")
 
-    def cli_names(self) -> dict[str, str]:
-        return {f.dest: f.name for f in self.flags}
+    def cli_names(self) -> Mapping[str, str]:
+        # built once: every re-validation reads it
+        if self._cli_names is None:
+            self._cli_names = MappingProxyType({f.dest: f.name for f in self.flags})
+        return self._cli_names
 
-    def defaults(self) -> dict[str, Any]:
-        return {f.dest: f.default for f in self.flags}
+    def defaults(self) -> Mapping[str, Any]:
+        if self._defaults is None:
+            self._defaults = MappingProxyType({f.dest: f.default for f in self.flags})
+        return self._defaults
 
     def all_options(self) -> list[str]:
         return list(self.by_option)
@@ -140,7 +148,9 @@ class FlagSchema:
                 origin=origin,
             )
         except (KeyError, TypeError, AttributeError) as exc:
-            raise UserError(f"flag schema from {origin} is malformed ({exc}); delete it and retry") from exc
+            raise UserError(
+                f"flag schema from {origin} is malformed ({exc}); delete it and retry"
+            ) from exc
 
 
 @cache

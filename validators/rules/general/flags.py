@@ -39,7 +39,9 @@ def unknown_flag(inp: CheckInput) -> Iterator[Finding]:
         )
 
 
-@rule("ambiguous-flag", summary="a flag prefix matches several sglang flags", mirrors="parse", ref=REF)
+@rule(
+    "ambiguous-flag", summary="a flag prefix matches several sglang flags", mirrors="parse", ref=REF
+)
 def ambiguous_flag(inp: CheckInput) -> Iterator[Finding]:
     for issue in _issues(inp, FlagIssueKind.AMBIGUOUS):
         yield Finding(
@@ -67,9 +69,7 @@ def invalid_value(inp: CheckInput) -> Iterator[Finding]:
     ):
         fixes: tuple[Fix, ...] = ()
         if issue.dest and issue.kind is FlagIssueKind.INVALID_CHOICE and issue.suggestions:
-            fixes = tuple(
-                Fix(label=f"Use {s}", set={issue.dest: s}) for s in issue.suggestions[:3]
-            )
+            fixes = tuple(Fix(label=f"Use {s}", set={issue.dest: s}) for s in issue.suggestions[:3])
         msg = issue.message
         if issue.kind is FlagIssueKind.INVALID_CHOICE and issue.suggestions:
             msg += f" — did you mean {issue.suggestions[0]!r}?"
@@ -102,7 +102,10 @@ def deprecated_flag(inp: CheckInput) -> Iterator[Finding]:
             fixes=(
                 Fix(
                     label="Use the 0.5.23 spelling",
-                    set={"cuda_graph_backend_decode": "disabled", "cuda_graph_backend_prefill": "disabled"},
+                    set={
+                        "cuda_graph_backend_decode": "disabled",
+                        "cuda_graph_backend_prefill": "disabled",
+                    },
                     unset=("disable_cuda_graph",),
                 ),
             ),

@@ -136,7 +136,9 @@ def hierarchical_cache(inp: CheckInput) -> Iterator[Finding]:
             severity=Severity.ERROR,
             message=MSG_HICACHE,
             flags=("enable_hierarchical_cache",),
-            fixes=(Fix(label="Turn off the hierarchical cache", unset=("enable_hierarchical_cache",)),),
+            fixes=(
+                Fix(label="Turn off the hierarchical cache", unset=("enable_hierarchical_cache",)),
+            ),
             ref=f"{SRC}:26",
         )
 
@@ -259,11 +261,18 @@ def sparse_backend(inp: CheckInput) -> Iterator[Finding]:
     if inp.gpu.is_blackwell:
         value, why = "minicpm_flashinfer", "the model has sparse attention and the GPU is Blackwell"
     else:
-        value, why = "minicpm_flashattn", "the model has sparse attention and the GPU is not Blackwell"
-    yield override_finding("minicpm-sparse-backend", inp, "attention_backend", value, why, ref=f"{SRC}:57")
+        value, why = (
+            "minicpm_flashattn",
+            "the model has sparse attention and the GPU is not Blackwell",
+        )
+    yield override_finding(
+        "minicpm-sparse-backend", inp, "attention_backend", value, why, ref=f"{SRC}:57"
+    )
 
 
-DP_BEFORE = "sglang serve --model-path openbmb/MiniCPM4-8B --tp-size 4 --enable-dp-attention --dp-size 4"
+DP_BEFORE = (
+    "sglang serve --model-path openbmb/MiniCPM4-8B --tp-size 4 --enable-dp-attention --dp-size 4"
+)
 DP_AFTER = "sglang serve --model-path openbmb/MiniCPM4-8B --tp-size 4"
 
 card(

@@ -1,0 +1,222 @@
+"""`sglaunch check`: will sglang accept these flags for this model on these GPUs?"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sglaunch import SGLANG_VERSION
+from sglaunch.checking import CheckResult, check_flags, merge_oracle, result_json
+from sglaunch.cli.args import Parser, parse_env_pairs, split_double_dash
+from sglaunch.cli.render import Painter, print_findings, summary_line
+from sglaunch.errors import UserError
+from sglaunch.exitcodes import ExitCode
+from sglaunch.flags.launchline import parse_launch_line
+from sglaunch.flags.schema import FlagSchema, bundled_schema
+
+INHERITED_ENV_PREFIXES = ("SGLANG_", "SGL_")
+
+
+def parser() -> Parser:
+    p = Parser(
+        prog="sglaunch check",
+        description=(
+            "Check sglang server flags for a model on your GPUs (or a planned machine) "
+            "before anything loads. Put sglang's flags, or a whole pasted launch line, after --."
+        ),
+        epilog="example: sglaunch check --model example:minicpm-sala --gpu H100x8 -- --tp 2 --enable-dp-attention --dp-size 2",
+    )
+    p.add_argument(
+        "--model", help="model folder, Hugging Face repo id in the local cache, or example:NAME"
+    )
+    p.add_argument(
+        "--gpu",
+        help="plan for these GPUs instead of the local ones, e.g. H100x8, B200x8, RTX5090x1",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument(
+        "--no-oracle", action="store_true", help="built-in rules only; skip sglang's own resolution"
+    )
+    p.add_argument(
+        "--env",
+        action="append",
+        metavar="K=V",
+        help="an environment variable the server will see (repeatable); SGLANG_* from your shell count too",
+    )
+    p.add_argument(
+        "--sglang-python", metavar="PATH", help="the Python interpreter that has sglang installed"
+    )
+    p.add_argument(
+        "--oracle-timeout", type=float, default=60.0, help="seconds to wait for sglang's verdict"
+    )
+    return p
+
+
+def inherited_env(environ: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in environ.items() if k.startswith(INHERITED_ENV_PREFIXES)}
+
+
+def split_launch(tokens: list[str]) -> tuple[list[str], dict[str, str]]:
+    """sglang flags from after `--`: plain flags, or a pasted launch line (python -m … / sglang serve …)."""
+    if tokens and not tokens[0].startswith("-"):
+        line = parse_launch_line(shlex.join(tokens))
+        return line.argv, line.env
+    return tokens, {}
+
+
+def model_from_argv(argv: list[str], schema: FlagSchema) -> str | None:
+    """The --model-path value in sglang flags (any spelling argparse accepts)."""
+    from sglaunch.flags.argv import parse_argv
+
+    return parse_argv(argv, schema).values.get("model_path")
+
+
+def with_model_path(argv: list[str], model_path: str, schema: FlagSchema) -> list[str]:
+    """argv with --model-path set to `model_path` (replacing any the user wrote)."""
+    from sglaunch.flags.argv import _Lookup
+
+    out: list[str] = []
+    lookup = _Lookup(schema)
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        if tok.startswith("--"):
+            spec, _, explicit, _ = lookup.find(tok)
+            if spec is not None and spec.dest == "model_path":
+                i += 1 if explicit is not None else 2
+                continue
+        out.append(tok)
+        i += 1
+    return ["--model-path", model_path, *out]
+
+
+def run(argv: Sequence[str]) -> int:
+    own, sglang_tokens = split_double_dash(argv)
+    args = parser().parse_args(own)
+    return check_command(
+        model=args.model,
+        sglang_tokens=sglang_tokens,
+        gpu_spec=args.gpu,
+        as_json=args.json,
+        use_oracle=not args.no_oracle,
+        env_pairs=args.env,
+        sglang_python=args.sglang_python,
+        oracle_timeout=args.oracle_timeout,
+    )
+
+
+def check_command(
+    *,
+    model: str | None,
+    sglang_tokens: list[str],
+    gpu_spec: str | None,
+    as_json: bool,
+    use_oracle: bool,
+    env_pairs: Sequence[str] | None,
+    sglang_python: str | None,
+    oracle_timeout: float,
+    out=None,  # type: ignore[no-untyped-def]
+    err=None,  # type: ignore[no-untyped-def]
+) -> int:
+    from sglaunch.facts.gpu import gpu_facts_for
+    from sglaunch.facts.model import load_model_facts, model_path_for_sglang
+
+    out = out or sys.stdout
+    err = err or sys.stderr
+    schema = bundled_schema()
+    sglang_argv, line_env = split_launch(sglang_tokens)
+    env = {**inherited_env(os.environ), **line_env, **parse_env_pairs(env_pairs)}
+
+    source = model or model_from_argv(sglang_argv, schema)
+    if not source:
+        raise UserError(
+            "no model: give --model PATH (a folder, a cached repo id, or example:NAME), or --model-path after --"
+        )
+    model_facts = load_model_facts(source)
+    sglang_argv = with_model_path(sglang_argv, model_path_for_sglang(source), schema)
+    gpu = gpu_facts_for(gpu_spec, env={**os.environ, **env})
+
+    t0 = time.perf_counter()
+    result = check_flags(sglang_argv, schema=schema, gpu=gpu, model=model_facts, env=env)
+    builtin_ms = (time.perf_counter() - t0) * 1000
+
+    sglang_version: str | None = None
+    paint = Painter(err)
+    print(
+        paint.dim(
+            f"sglaunch check · {model_facts.architecture} ({source}) · {gpu.status or gpu.describe()}"
+        ),
+        file=err,
+    )
+    if use_oracle and not result.has_parse_errors:
+        result, sglang_version = _ask_oracle(
+            result, sglang_argv, env, sglang_python, oracle_timeout
+        )
+    elif not use_oracle:
+        result.oracle_status = "skipped (--no-oracle)"
+    else:
+        result.oracle_status = "skipped: sglang's parser would stop at the flag errors first"
+
+    print_findings(result.findings, schema, err)
+    status = f"sglang check: {result.oracle_status}"
+    print(
+        paint.dim(
+            f"{summary_line(result.findings)} · built-in rules {builtin_ms:.1f} ms · {status}"
+        ),
+        file=err,
+    )
+    if as_json:
+        data = result_json(result, schema=schema, argv=sglang_argv, sglang_version=sglang_version)
+        out.write(json.dumps(data, indent=2, default=_json_default) + "\n")
+        out.flush()
+    return int(exit_code(result))
+
+
+def exit_code(result: CheckResult) -> ExitCode:
+    if result.has_parse_errors:
+        return ExitCode.USAGE
+    if result.errors:
+        return ExitCode.VALIDATION
+    return ExitCode.OK
+
+
+def _ask_oracle(
+    result: CheckResult,
+    argv: list[str],
+    env: dict[str, str],
+    sglang_python: str | None,
+    timeout: float,
+) -> tuple[CheckResult, str | None]:
+    try:
+        from sglaunch.oracle.client import Oracle
+        from sglaunch.oracle.findings import oracle_findings
+    except ImportError as exc:  # pragma: no cover - the oracle ships with sglaunch
+        result.oracle_status = f"unavailable: {exc}"
+        return result, None
+    oracle = Oracle(python=sglang_python, timeout=timeout)
+    try:
+        status = oracle.start()
+        if not status.available:
+            result.oracle_status = f"unavailable: {status.reason}"
+            return result, None
+        answer = oracle.resolve(argv, env, result.gpu)
+    finally:
+        oracle.close()
+    if answer.failure:
+        result.oracle_status = f"unavailable: {answer.failure}"
+        return result, answer.sglang_version
+    merged = merge_oracle(result, answer, oracle_findings(answer))
+    verdict = "accepted" if answer.ok else "rejected"
+    merged.oracle_status = f"{verdict} by sglang {answer.sglang_version or SGLANG_VERSION}"
+    return merged, answer.sglang_version
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, set | frozenset | tuple):
+        return list(value)
+    return str(value)

@@ -1,0 +1,61 @@
+"""`sglaunch explain`: the card for a rule code or an error message."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import sys
+from collections.abc import Sequence
+
+from sglaunch.cli.args import Parser
+from sglaunch.cli.render import Painter, format_card
+from sglaunch.errors import UserError
+from sglaunch.validators.cards import Card, all_cards, get_card, match_card
+
+
+def parser() -> Parser:
+    p = Parser(
+        prog="sglaunch explain",
+        description="Explain a finding's code (minicpm-dp-attention) or an error message pasted from sglang.",
+    )
+    p.add_argument("text", nargs="*", help="a rule code or an error message")
+    p.add_argument("--json", action="store_true", help="print the card as JSON on stdout")
+    p.add_argument("--list", action="store_true", help="list every code with its title")
+    return p
+
+
+def find(text: str) -> Card | None:
+    text = text.strip()
+    return get_card(text) or get_card(text.lower()) or match_card(text)
+
+
+def run(argv: Sequence[str]) -> int:
+    args = parser().parse_args(list(argv))
+    paint = Painter(sys.stdout)
+    if args.list:
+        cards = sorted(all_cards(), key=lambda c: c.code)
+        if args.json:
+            print(json.dumps([c.to_json() for c in cards], indent=2))
+        else:
+            width = max(len(c.code) for c in cards)
+            for c in cards:
+                print(f"{c.code.ljust(width)}  {c.title}")
+        return 0
+    text = " ".join(args.text)
+    if not text.strip():
+        raise UserError(
+            "explain what? give a code (sglaunch explain minicpm-dp-attention) or paste an error message"
+        )
+    card = find(text)
+    if card is None:
+        codes = [c.code for c in all_cards()]
+        close = difflib.get_close_matches(text.lower(), codes, n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise UserError(
+            f"no explanation for {text[:80]!r}{hint} (`sglaunch explain --list` shows every code)"
+        )
+    if args.json:
+        print(json.dumps(card.to_json(), indent=2))
+    else:
+        print(format_card(card, paint))
+    return 0

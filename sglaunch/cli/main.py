@@ -1,0 +1,129 @@
+"""The `sglaunch` command: the TUI by default, headless subcommands for scripts and CI.
+
+    sglaunch                                   the TUI (planning mode without a GPU)
+    sglaunch --model PATH [--profile NAME]     the TUI, preloaded
+    sglaunch check --model PATH [--gpu H100x8] [--json] [--no-oracle] [--env K=V] -- SGLANG_FLAGS...
+    sglaunch explain TEXT-OR-CODE
+    sglaunch --profile NAME --apply [--fix] [--detach] [--json]
+    sglaunch profiles list | show | export | import | delete | diff
+    sglaunch oracle setup | status
+
+Nothing heavy is imported here: each command imports what it needs.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+
+from sglaunch import SGLANG_VERSION, __version__
+from sglaunch.cli.args import Parser
+from sglaunch.errors import UserError
+from sglaunch.exitcodes import ExitCode
+
+
+def _check(argv: Sequence[str]) -> int:
+    from sglaunch.cli import check
+
+    return check.run(argv)
+
+
+def _explain(argv: Sequence[str]) -> int:
+    from sglaunch.cli import explain
+
+    return explain.run(argv)
+
+
+def _profiles(argv: Sequence[str]) -> int:
+    from sglaunch.cli import profiles
+
+    return profiles.run(argv)
+
+
+def _oracle(argv: Sequence[str]) -> int:
+    from sglaunch.cli import oracle
+
+    return oracle.run(argv)
+
+
+SUBCOMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
+    "check": _check,
+    "explain": _explain,
+    "profiles": _profiles,
+    "oracle": _oracle,
+}
+
+
+def top_parser() -> Parser:
+    p = Parser(
+        prog="sglaunch",
+        description=(
+            "A launch assistant for SGLang: check server flags against sglang's own rules before "
+            "anything loads, launch, and watch the server. Subcommands: check, explain, profiles, oracle."
+        ),
+    )
+    p.add_argument(
+        "--version",
+        action="version",
+        version=f"sglaunch {__version__} (mirrors sglang {SGLANG_VERSION})",
+    )
+    p.add_argument("--model", help="open this model: a folder, a cached repo id, or example:NAME")
+    p.add_argument("--profile", help="a saved launch profile")
+    p.add_argument("--gpu", help="plan for these GPUs, e.g. H100x8 (default: the local GPUs)")
+    p.add_argument(
+        "--apply",
+        action="store_true",
+        help="headless: validate the profile, then launch and monitor it",
+    )
+    p.add_argument(
+        "--fix", action="store_true", help="with --apply: apply each finding's first fix"
+    )
+    p.add_argument("--save", action="store_true", help="with --apply --fix: save the fixed profile")
+    p.add_argument(
+        "--detach", action="store_true", help="with --apply: return once the server is ready"
+    )
+    p.add_argument("--json", action="store_true", help="with --apply: JSON lines on stdout")
+    p.add_argument("--no-oracle", action="store_true", help="built-in rules only")
+    p.add_argument(
+        "--sglang-python", metavar="PATH", help="the interpreter that has sglang installed"
+    )
+    return p
+
+
+def _top(argv: Sequence[str]) -> int:
+    args = top_parser().parse_args(list(argv))
+    if args.apply:
+        if not args.profile:
+            raise UserError("--apply needs --profile NAME (see `sglaunch profiles list`)")
+        from sglaunch.cli import apply
+
+        return apply.run(args)
+    for flag in ("fix", "save", "detach", "json"):
+        if getattr(args, flag):
+            raise UserError(f"--{flag} goes with --apply")
+    from sglaunch.tui.launch import run_tui
+
+    return run_tui(
+        model=args.model, profile=args.profile, gpu=args.gpu, sglang_python=args.sglang_python
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv and argv[0] in SUBCOMMANDS:
+            return SUBCOMMANDS[argv[0]](argv[1:])
+        return _top(argv)
+    except UserError as exc:
+        print(f"sglaunch: {exc.message}", file=sys.stderr)
+        return int(exc.code)
+    except KeyboardInterrupt:
+        print("sglaunch: interrupted", file=sys.stderr)
+        return int(ExitCode.INTERRUPTED)
+    except BrokenPipeError:
+        # `sglaunch check --json | head`: the reader left; nothing to report
+        return int(ExitCode.OK)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,444 @@
+"""Model facts from a Hugging Face config: a local folder, the local HF cache, or a bundled example.
+
+Never the network, never the weights, never code from the model folder.
+`transformers.AutoConfig` (with `trust_remote_code=False`) reads configs whose
+type transformers knows; anything else (remote-code types such as `minicpm`,
+sglang's own types such as `minicpm_sala`) is read as data, with sglang's
+semantics applied where sglang defines the type.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import replace
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from sglaunch import SGLANG_VERSION
+from sglaunch.errors import UserError
+from sglaunch.examples import EXAMPLES, example_dir
+from sglaunch.facts.weights import weight_bytes
+from sglaunch.validators.facts import ModelFacts
+
+# A config.json is a few KB; anything this large is not one.
+MAX_CONFIG_BYTES = 8 * 1024 * 1024
+
+_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
+
+# sglang srt/utils/hf_transformers/common.py CONTEXT_LENGTH_KEYS, in order
+CONTEXT_LENGTH_KEYS = (
+    "max_sequence_length",
+    "seq_length",
+    "max_seq_len",
+    "model_max_length",
+    "max_position_embeddings",
+)
+_TEXT_CONFIG_KEYS = ("text_config", "llm_config", "language_config", "thinker_config")
+
+# Spellings of the same fact across model families (transformers' attribute_map)
+_ALIASES: dict[str, tuple[str, ...]] = {
+    "num_attention_heads": ("num_attention_heads", "n_head", "num_heads", "n_heads"),
+    "num_hidden_layers": ("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
+    "hidden_size": ("hidden_size", "n_embd", "d_model"),
+    "num_key_value_heads": (
+        "num_key_value_heads",
+        "num_kv_heads",
+        "n_head_kv",
+        "multi_query_group_num",
+    ),
+}
+
+# sglang's MiniCPMHybridConfig (srt/configs/minicpm.py) mixer-type aliases
+_MIXER_ALIASES = {
+    "minicpm4": "minicpm4",
+    "minicpm": "minicpm4",
+    "standard": "minicpm4",
+    "attention": "minicpm4",
+    "attn": "minicpm4",
+    "lightning": "lightning-attn",
+    "lightning_attn": "lightning-attn",
+    "lightning-attn": "lightning-attn",
+}
+
+
+@cache
+def _model_types_data() -> dict[str, Any]:
+    text = (
+        resources.files("sglaunch.facts")
+        .joinpath("data", f"model-types-{SGLANG_VERSION}.json")
+        .read_text(encoding="utf-8")
+    )
+    return json.loads(text)
+
+
+def known_model_types() -> tuple[frozenset[str], frozenset[str]]:
+    """(types sglang's transformers knows, types sglang registers itself), bundled facts."""
+    data = _model_types_data()
+    return frozenset(data["transformers_model_types"]), frozenset(data["sglang_model_types"])
+
+
+def _transformers_version() -> str:
+    return str(_model_types_data().get("transformers_version", ""))
+
+
+# --- finding the config ----------------------------------------------------------
+
+
+def hf_cache_dirs(env: Mapping[str, str]) -> list[Path]:
+    dirs = []
+    if env.get("HF_HUB_CACHE"):
+        dirs.append(Path(env["HF_HUB_CACHE"]))
+    if env.get("HF_HOME"):
+        dirs.append(Path(env["HF_HOME"]) / "hub")
+    xdg = env.get("XDG_CACHE_HOME")
+    dirs.append((Path(xdg) if xdg else Path.home() / ".cache") / "huggingface" / "hub")
+    return dirs
+
+
+def find_in_hf_cache(repo_id: str, env: Mapping[str, str]) -> Path | None:
+    folder = "models--" + repo_id.replace("/", "--")
+    for base in hf_cache_dirs(env):
+        root = base / folder
+        if not root.is_dir():
+            continue
+        ref = root / "refs" / "main"
+        if ref.is_file():
+            snap = root / "snapshots" / ref.read_text(encoding="utf-8").strip()
+            if (snap / "config.json").is_file():
+                return snap
+        snaps = sorted(
+            (p for p in (root / "snapshots").glob("*") if (p / "config.json").is_file()),
+            key=lambda p: p.stat().st_mtime,
+            reverse=True,
+        )
+        if snaps:
+            return snaps[0]
+    return None
+
+
+def resolve_model_dir(source: str, env: Mapping[str, str] | None = None) -> Path:
+    """The folder holding config.json for `source`; UserError with the way out otherwise."""
+    env = os.environ if env is None else env
+    source = source.strip()
+    if not source:
+        raise UserError(
+            "no model given: pass --model PATH, a Hugging Face repo id, or example:NAME"
+        )
+    if source.startswith("example:"):
+        name = source.split(":", 1)[1]
+        if name not in EXAMPLES:
+            raise UserError(f"no bundled example {name!r}; choose one of: {', '.join(EXAMPLES)}")
+        return example_dir(name)
+    path = Path(source).expanduser()
+    if path.is_file():
+        if path.name == "config.json":
+            return path.parent
+        raise UserError(
+            f"{path} is a file, not a model folder; point --model at the folder that holds config.json"
+        )
+    if path.is_dir():
+        if not (path / "config.json").exists():
+            raise UserError(
+                f"{path} has no config.json; point --model at the model's folder (the one with config.json)"
+            )
+        return path
+    if _REPO_ID.match(source) and not source.startswith((".", "/", "~")):
+        found = find_in_hf_cache(source, env)
+        if found is not None:
+            return found
+        raise UserError(
+            f"model {source!r} is not a local folder and is not in the local Hugging Face cache "
+            f"({hf_cache_dirs(env)[0]}); download it first (huggingface-cli download {source} --include config.json) "
+            "or pass a local path — sglaunch never downloads"
+        )
+    raise UserError(f"model folder {source} does not exist")
+
+
+def read_config(config_path: Path) -> dict[str, Any]:
+    """config.json as a dict, or a one-line UserError naming the problem."""
+    try:
+        size = config_path.stat().st_size
+    except OSError as exc:
+        raise UserError(f"cannot read {config_path}: {exc.strerror or exc}") from exc
+    if size > MAX_CONFIG_BYTES:
+        raise UserError(
+            f"{config_path} is {size / 1e6:.0f} MB — far too large for a model config; is it the right file?"
+        )
+    try:
+        text = config_path.read_text(encoding="utf-8")
+    except PermissionError as exc:
+        raise UserError(f"cannot read {config_path}: permission denied") from exc
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{config_path} is not UTF-8 text; is it the right file?") from exc
+    except OSError as exc:
+        raise UserError(f"cannot read {config_path}: {exc.strerror or exc}") from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UserError(
+            f"{config_path} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+        ) from exc
+    if not isinstance(data, dict):
+        raise UserError(f"{config_path} holds a JSON {type(data).__name__}, not an object")
+    archs = data.get("architectures")
+    if not isinstance(archs, list) or not archs or not all(isinstance(a, str) for a in archs):
+        raise UserError(
+            f'{config_path} has no "architectures" list; sglang needs it to choose the model class '
+            '(for example "architectures": ["LlamaForCausalLM"])'
+        )
+    return data
+
+
+# --- from config dict to facts (pure) --------------------------------------------
+
+
+def _first(d: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
+    for k in keys:
+        v = d.get(k)
+        if v is not None:
+            return v
+    return None
+
+
+def _int_or_none(v: Any) -> int | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    return None
+
+
+def text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
+    """sglang's get_hf_text_config: the language-model part of a multimodal config."""
+    archs = config.get("architectures") or []
+    if archs and str(archs[0]).startswith("Llava") and str(archs[0]).endswith("ForCausalLM"):
+        return config
+    for key in _TEXT_CONFIG_KEYS:
+        sub = config.get(key)
+        if isinstance(sub, Mapping):
+            return sub
+    return config
+
+
+def context_length(cfg: Mapping[str, Any]) -> int:
+    """sglang's get_context_length (srt/utils/hf_transformers/common.py:677)."""
+    rope = cfg.get("rope_scaling")
+    factor: float = 1
+    if isinstance(rope, Mapping) and rope:
+        factor = rope.get("factor", 1) or 1
+        if "original_max_position_embeddings" in rope or rope.get("rope_type") == "llama3":
+            factor = 1
+    for key in CONTEXT_LENGTH_KEYS:
+        val = cfg.get(key)
+        if val is not None:
+            try:
+                return int(factor * val)
+            except (TypeError, ValueError):
+                continue
+    return 2048
+
+
+def sala_facts(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """MiniCPMHybridConfig's derived facts, errors included, with sglang's exact semantics."""
+    layers = _int_or_none(cfg.get("num_hidden_layers"))
+    layers = 32 if layers is None else layers
+    heads = _int_or_none(cfg.get("num_attention_heads")) or 32
+    kv = _int_or_none(cfg.get("num_key_value_heads")) or 8
+    raw = cfg.get("mixer_types")
+    out: dict[str, Any] = {}
+    if not raw:
+        mixers = ["minicpm4"]
+    elif not isinstance(raw, list):
+        return {"config_error": f"Unsupported mixer type: {raw}"}
+    elif len(raw) > layers:
+        return {
+            "config_error": f"Invalid number of mixer types: {len(raw)}",
+            "ref": "srt/configs/minicpm.py:96",
+        }
+    else:
+        mixers = list(raw)
+    try:
+        mixers = [_MIXER_ALIASES[m] for m in mixers]
+    except (KeyError, TypeError) as exc:
+        bad = exc.args[0] if exc.args else mixers
+        return {
+            "config_error": f"Unsupported mixer type: {bad}",
+            "ref": "srt/configs/minicpm.py:102",
+        }
+    repeats = (layers + len(mixers) - 1) // len(mixers) if mixers else 0
+    expanded = (mixers * repeats)[:layers]
+    out["mixer_types"] = tuple(expanded)
+    nh = cfg.get("lightning_nh")
+    nkv = cfg.get("lightning_nkv")
+    nh = heads if nh is None else nh
+    nkv = kv if nkv is None else nkv
+    if "lightning-attn" in expanded and nh != nkv:
+        out["config_error"] = (
+            "MiniCPM Lightning attention requires equal query and KV head "
+            "counts because the seg_la backend does not support GQA: "
+            f"lightning_nh={nh}, lightning_nkv={nkv}"
+        )
+        out["ref"] = "srt/configs/minicpm.py:118"
+    out["has_minicpm_sparse_attention"] = cfg.get("sparse_config") is not None and any(
+        m == "minicpm4" for m in expanded
+    )
+    out["has_lightning_layers"] = any(m == "lightning-attn" for m in expanded)
+    return out
+
+
+def facts_from_config(
+    config: Mapping[str, Any],
+    source: str,
+    *,
+    loaded_with: str = "json",
+    config_path: str = "",
+) -> ModelFacts:
+    """ModelFacts from a config dict: pure, so the rules' inputs can be tested from data."""
+    tf_types, sglang_types = known_model_types()
+    model_type = str(config.get("model_type") or "")
+    tcfg = text_config(config)
+    heads = _int_or_none(_first(tcfg, _ALIASES["num_attention_heads"]))
+    kv = _int_or_none(_first(tcfg, _ALIASES["num_key_value_heads"]))
+    hidden = _int_or_none(_first(tcfg, _ALIASES["hidden_size"]))
+    layers = _int_or_none(_first(tcfg, _ALIASES["num_hidden_layers"]))
+    head_dim = _int_or_none(tcfg.get("head_dim"))
+    if model_type == "minicpm_sala":
+        # MiniCPMHybridConfig's constructor defaults for what config.json leaves out
+        heads = 32 if heads is None else heads
+        kv = 8 if kv is None else kv
+        layers = 32 if layers is None else layers
+    if kv is None:
+        kv = heads
+    if head_dim is None and heads and hidden:
+        head_dim = hidden // heads
+    quant = config.get("quantization_config") or tcfg.get("quantization_config")
+    has_auto_map = isinstance(config.get("auto_map"), Mapping) and bool(config.get("auto_map"))
+    known_tf = model_type in tf_types
+    known = known_tf or model_type in sglang_types
+    ctx_cfg = dict(tcfg)
+    if model_type == "minicpm_sala" and "max_position_embeddings" not in ctx_cfg:
+        ctx_cfg["max_position_embeddings"] = 32768
+    facts = ModelFacts(
+        source=source,
+        architectures=tuple(str(a) for a in config.get("architectures") or ()),
+        model_type=model_type,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv,
+        hidden_size=hidden,
+        head_dim=head_dim,
+        vocab_size=_int_or_none(tcfg.get("vocab_size")),
+        context_length=context_length(ctx_cfg),
+        dtype=str(
+            _first(config, ("torch_dtype", "dtype")) or _first(tcfg, ("torch_dtype", "dtype")) or ""
+        )
+        or None,
+        quantization=str(quant.get("quant_method"))
+        if isinstance(quant, Mapping) and quant.get("quant_method")
+        else None,
+        is_multimodal=tcfg is not config,
+        has_auto_map=has_auto_map,
+        transformers_knows_type=known_tf,
+        needs_remote_code=bool(has_auto_map and not known),
+        loaded_with=loaded_with,
+        config_path=config_path,
+    )
+    if not known and not has_auto_map:
+        facts = replace(
+            facts,
+            config_error=(
+                f"model type {model_type!r} is known to neither transformers "
+                f"{_transformers_version()} nor sglang {SGLANG_VERSION}, and the config has no "
+                "auto_map to load custom code from"
+                if model_type
+                else 'config.json has no "model_type"; transformers cannot tell which config class to use'
+            ),
+            config_error_ref="srt/utils/hf_transformers/config.py:228 (AutoConfig.from_pretrained)",
+        )
+    if model_type == "minicpm_sala":
+        sala = sala_facts(config)
+        facts = replace(
+            facts,
+            mixer_types=sala.get("mixer_types"),
+            has_minicpm_sparse_attention=bool(sala.get("has_minicpm_sparse_attention")),
+            has_lightning_layers=bool(sala.get("has_lightning_layers")),
+            config_error=sala.get("config_error") or facts.config_error,
+            config_error_ref=sala.get("ref", "srt/configs/minicpm.py")
+            if sala.get("config_error")
+            else facts.config_error_ref,
+        )
+    return facts
+
+
+# --- loading ------------------------------------------------------------------------
+
+
+def _autoconfig_dict(model_dir: Path) -> dict[str, Any]:
+    """AutoConfig's view of a config transformers knows (defaults filled in, aliases resolved)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    from transformers import AutoConfig
+
+    cfg = AutoConfig.from_pretrained(str(model_dir), trust_remote_code=False, local_files_only=True)
+    data = cfg.to_dict()
+    # to_dict drops nothing we read, but keeps sub-configs as dicts; mirror the
+    # attribute names transformers maps (e.g. n_head -> num_attention_heads)
+    for attr in ("num_attention_heads", "num_hidden_layers", "hidden_size", "num_key_value_heads"):
+        value = getattr(cfg, attr, None)
+        if value is not None and attr not in data:
+            data[attr] = value
+    return data
+
+
+def load_model_facts(
+    source: str,
+    *,
+    env: Mapping[str, str] | None = None,
+    use_transformers: bool = True,
+) -> ModelFacts:
+    """Facts for `source` (a folder, a config.json, a cached repo id, or example:NAME).
+
+    Raises UserError (one line, exit 2) for anything the user must fix.
+    """
+    model_dir = resolve_model_dir(source, env)
+    config_path = model_dir / "config.json"
+    data = read_config(config_path)
+    tf_types, _ = known_model_types()
+    loaded_with = "json"
+    if use_transformers and str(data.get("model_type") or "") in tf_types:
+        try:
+            merged = _autoconfig_dict(model_dir)
+            # keep what only the raw file says (auto_map) and the architectures as written
+            merged.setdefault("auto_map", data.get("auto_map"))
+            merged["architectures"] = data["architectures"]
+            data = merged
+            loaded_with = "transformers"
+        except ImportError:
+            pass
+        except Exception as exc:  # transformers rejects the config: so would sglang
+            facts = facts_from_config(data, source, config_path=str(config_path))
+            return replace(
+                facts,
+                config_error=f"transformers cannot load this config: {type(exc).__name__}: {exc}".splitlines()[
+                    0
+                ],
+                config_error_ref="srt/utils/hf_transformers/config.py:228 (AutoConfig.from_pretrained)",
+            )
+    facts = facts_from_config(data, source, loaded_with=loaded_with, config_path=str(config_path))
+    wbytes, wsource = weight_bytes(model_dir)
+    return replace(facts, weight_bytes=wbytes, weight_source=wsource)
+
+
+def model_path_for_sglang(source: str, env: Mapping[str, str] | None = None) -> str:
+    """What to pass as --model-path: examples and cached repos become their local folder."""
+    if source.startswith("example:"):
+        return str(resolve_model_dir(source, env))
+    return source

@@ -1,0 +1,58 @@
+"""Weight size from safetensors headers or index files, never from the tensors themselves."""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+# A safetensors header is JSON of a few MB at most; refuse absurd lengths
+# rather than reading a corrupt file's "header" into memory.
+_MAX_HEADER = 100 * 1024 * 1024
+
+_INDEX_FILES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
+
+
+def safetensors_payload_bytes(path: Path) -> int | None:
+    """Bytes of tensor data in one .safetensors file, from its header alone."""
+    try:
+        with path.open("rb") as fh:
+            raw = fh.read(8)
+            if len(raw) != 8:
+                return None
+            (n,) = struct.unpack("<Q", raw)
+            if n <= 0 or n > _MAX_HEADER:
+                return None
+            header = json.loads(fh.read(n))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(header, dict):
+        return None
+    end = 0
+    for name, info in header.items():
+        if name == "__metadata__" or not isinstance(info, dict):
+            continue
+        offsets = info.get("data_offsets")
+        if isinstance(offsets, list) and len(offsets) == 2:
+            end = max(end, int(offsets[1]))
+    return end
+
+
+def weight_bytes(model_dir: Path) -> tuple[int | None, str | None]:
+    """(total bytes, how it was found) for a model directory; (None, None) without weights."""
+    for name in _INDEX_FILES:
+        index = model_dir / name
+        if index.is_file():
+            try:
+                data = json.loads(index.read_text(encoding="utf-8"))
+                total = data.get("metadata", {}).get("total_size")
+                if isinstance(total, int | float) and total > 0:
+                    return int(total), name
+            except (OSError, ValueError, AttributeError):
+                pass
+    files = sorted(model_dir.glob("*.safetensors"))
+    if files:
+        sizes = [safetensors_payload_bytes(f) for f in files]
+        if all(s is not None for s in sizes):
+            return sum(s for s in sizes if s is not None), "safetensors headers"
+    return None, None

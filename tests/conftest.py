@@ -1,0 +1,60 @@
+"""Shared helpers: build a check from data the way the CLI does, without sglang or a GPU."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from sglaunch.validators.engine import Report, validate
+from sglaunch.validators.facts import CheckInput
+
+from sglaunch.checking import build_input
+from sglaunch.facts.model import load_model_facts
+from sglaunch.facts.presets import parse_gpu_spec
+from sglaunch.flags.argv import parse_argv
+from sglaunch.flags.schema import bundled_schema
+
+DATA = Path(__file__).parent / "data"
+MODELS = DATA / "models"
+
+
+def model_dir(name: str) -> Path:
+    return MODELS / name
+
+
+def make_input(
+    model: str | None, argv: list[str], gpu: str = "H100x8", env: dict[str, str] | None = None
+) -> CheckInput:
+    schema = bundled_schema()
+    parsed = parse_argv(argv, schema)
+    facts = None
+    if model is not None:
+        source = (
+            model if model.startswith("example:") or os.path.isabs(model) else str(model_dir(model))
+        )
+        facts = load_model_facts(source)
+    return build_input(
+        parsed.values,
+        gpu=parse_gpu_spec(gpu),
+        model=facts,
+        env=env or {},
+        schema=schema,
+        parsed=parsed,
+    )
+
+
+def run_rules(
+    model: str | None, argv: list[str], gpu: str = "H100x8", env: dict[str, str] | None = None
+) -> Report:
+    return validate(make_input(model, argv, gpu, env))
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No test reads or writes the real user directories."""
+    home = tmp_path_factory.mktemp("sglaunch-home")
+    monkeypatch.setenv("SGLAUNCH_HOME", str(home))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")

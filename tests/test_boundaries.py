@@ -1,0 +1,79 @@
+"""DESIGN.md's import boundaries, proven in fresh interpreters.
+
+- `sglaunch.validators` imports the standard library only (and itself);
+- importing it, or running the headless CLI, loads no textual;
+- nothing at import time loads torch, sglang or transformers.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+HEAVY = ("torch", "sglang", "transformers", "textual", "pynvml", "httpx")
+
+
+def loaded_after(code: str) -> set[str]:
+    probe = code + "\nimport sys, json\nprint(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    return {m.split(".")[0] for m in json.loads(out.stdout.strip().splitlines()[-1])}
+
+
+def test_validators_import_only_the_standard_library() -> None:
+    stdlib = set(sys.stdlib_module_names)
+    offenders = []
+    for path in sorted((ROOT / "validators").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            for name in names:
+                top = name.split(".")[0]
+                if top in stdlib or top == "__future__" or name.startswith("sglaunch.validators"):
+                    continue
+                offenders.append(f"{path.relative_to(ROOT)}: {name}")
+    assert offenders == []
+
+
+def test_validators_import_loads_nothing_heavy() -> None:
+    loaded = loaded_after("import sglaunch.validators as v; v.all_rules(); v.all_cards()")
+    assert not loaded & set(HEAVY), loaded & set(HEAVY)
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "sglaunch.cli.main",
+        "sglaunch.cli.check",
+        "sglaunch.cli.explain",
+        "sglaunch.checking",
+        "sglaunch.facts.model",
+        "sglaunch.facts.gpu",
+    ],
+)
+def test_headless_modules_load_nothing_heavy(module: str) -> None:
+    loaded = loaded_after(f"import {module}")
+    assert not loaded & set(HEAVY), loaded & set(HEAVY)
+
+
+def test_check_command_never_imports_textual_torch_or_sglang() -> None:
+    code = (
+        "import sys\n"
+        "from sglaunch.cli.main import main\n"
+        "rc = main(['check', '--model', 'example:minicpm-sala', '--gpu', 'H100x8', '--no-oracle', '--', '--tp', '2'])\n"
+    )
+    loaded = loaded_after(code)
+    assert not loaded & {"textual", "torch", "sglang"}
+    # SALA is sglang's own type: read as data, so not even transformers is needed
+    assert "transformers" not in loaded
