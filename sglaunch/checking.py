@@ -96,14 +96,13 @@ def check_flags(
     )
 
 
-def merge_oracle(
-    result: CheckResult, answer: OracleAnswer, oracle_found: list[Finding]
-) -> CheckResult:
+def merge_findings(
+    builtin: Sequence[Finding], answer_ok: bool, oracle_found: Sequence[Finding]
+) -> list[Finding]:
     """Both tiers in one list. sglang's verdict is authoritative where the two disagree."""
-    builtin = list(result.builtin.findings)
     oracle_errors = [f for f in oracle_found if f.severity is Severity.ERROR]
     merged: list[Finding] = []
-    if answer.ok and not oracle_errors:
+    if answer_ok and not oracle_errors:
         for f in builtin:
             r = get_rule(f.code)
             mirrors = r.mirrors if r else ""
@@ -144,7 +143,14 @@ def merge_oracle(
             merged.append(f)
         else:
             merged.append(f)
-    return replace(result, oracle=answer, findings=sort_findings(merged))
+    return sort_findings(merged)
+
+
+def merge_oracle(
+    result: CheckResult, answer: OracleAnswer, oracle_found: list[Finding]
+) -> CheckResult:
+    merged = merge_findings(result.builtin.findings, answer.ok, oracle_found)
+    return replace(result, oracle=answer, findings=merged)
 
 
 def findings_json(

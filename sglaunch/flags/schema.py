@@ -96,8 +96,17 @@ class FlagSchema:
     _defaults: Mapping[str, Any] | None = field(init=False, default=None, repr=False)
 
     def __post_init__(self) -> None:
-        self.by_dest = {f.dest: f for f in self.flags}
+        # Two actions can share a dest (a retired spelling kept for old launch
+        # lines, e.g. --monokernel-backend): the dest maps to the current one.
+        self.by_dest = {}
+        for f in self.flags:
+            if f.dest not in self.by_dest or self.by_dest[f.dest].deprecated:
+                self.by_dest[f.dest] = f
         self.by_option = {opt: f for f in self.flags for opt in f.options}
+
+    def primary_flags(self) -> list[FlagSpec]:
+        """One spec per dest, in sglang's order: what an editor lists."""
+        return [f for f in self.flags if self.by_dest.get(f.dest) is f]
 
     def __len__(self) -> int:
         return len(self.flags)

@@ -1,0 +1,109 @@
+"""Which Python has sglang: the interpreter the oracle and the flag schema run under.
+
+Order: an explicit path (`--sglang-python`), then `SGLAUNCH_SGLANG_PYTHON`, then
+this interpreter when it has sglang (found, never imported: importing it here
+would load torch into sglaunch), then the environment `sglaunch oracle setup`
+manages, then none.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from sglaunch import SGLANG_VERSION
+
+ENV_VAR = "SGLAUNCH_SGLANG_PYTHON"
+NOT_INSTALLED = "sglang is not installed; run `sglaunch oracle setup`"
+
+
+@dataclass(frozen=True)
+class SglangPython:
+    """An interpreter to run sglang under; `path` is None when there is none, and `reason` says why."""
+
+    path: str | None
+    source: str  # "flag", "env", "current", "managed" or "none"
+    reason: str = ""
+
+
+def managed_env_dir() -> Path:
+    """Where `sglaunch oracle setup` puts its CPU-only sglang environment."""
+    from sglaunch.paths import data_dir
+
+    return data_dir() / f"sglang-cpu-{SGLANG_VERSION}"
+
+
+def venv_python(env_dir: Path) -> Path:
+    return env_dir / "bin" / "python"
+
+
+def _usable(path: str) -> bool:
+    return os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+def _given(path: str, source: str, shown: str) -> SglangPython:
+    # abspath, not realpath: a venv's bin/python is a symlink to the base
+    # interpreter, and following it would leave the venv behind.
+    full = os.path.abspath(os.path.expanduser(path))
+    if not _usable(full):
+        why = "no such file" if not os.path.exists(full) else "not an executable file"
+        return SglangPython(None, source, f"{shown}: {why}")
+    return SglangPython(full, source)
+
+
+def find_sglang_python(explicit: str | None = None) -> SglangPython:
+    """The interpreter to use, by the order in this module's docstring."""
+    if explicit:
+        return _given(explicit, "flag", f"--sglang-python {explicit}")
+    from_env = os.environ.get(ENV_VAR)
+    if from_env:
+        return _given(from_env, "env", f"{ENV_VAR}={from_env}")
+    try:
+        here = importlib.util.find_spec("sglang") is not None
+    except (ImportError, ValueError):
+        here = False
+    if here:
+        return SglangPython(sys.executable, "current")
+    managed = venv_python(managed_env_dir())
+    if _usable(str(managed)):
+        return SglangPython(str(managed), "managed")
+    return SglangPython(None, "none", NOT_INSTALLED)
+
+
+def cache_key_path(python: str) -> str:
+    """The interpreter's identity for caches: symlinked folders resolved, the venv kept."""
+    return os.path.join(os.path.realpath(os.path.dirname(python)), os.path.basename(python))
+
+
+_VERSION_PROBE = (
+    "import importlib.metadata as m\n"
+    "try:\n    print(m.version('sglang'))\n"
+    "except m.PackageNotFoundError:\n    print('')\n"
+)
+
+
+def probe_sglang_version(python: str, timeout: float = 30.0) -> tuple[str | None, str]:
+    """(sglang's version in that interpreter or None, a one-line reason when None)."""
+    try:
+        done = subprocess.run(
+            [python, "-c", _VERSION_PROBE],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired:
+        return None, f"{python} did not answer within {timeout:g} s"
+    except OSError as exc:
+        return None, f"cannot run {python}: {exc.strerror or exc}"
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        return None, f"{python} failed: {last}"
+    version = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    if not version:
+        return None, f"sglang is not installed in {python}; run `sglaunch oracle setup`"
+    return version, ""

@@ -1,0 +1,108 @@
+"""The flag schema read from the sglang interpreter itself, with help, cached per version.
+
+`flags/extract.py` runs under the sglang interpreter and prints the schema of
+its argparse parser; the JSON is cached under `cache_dir()/schema/`, keyed by
+the interpreter and its sglang version, so later runs read a file instead of
+importing sglang (seconds). Without sglang, the bundled facts-only schema is
+used and the reason is kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from sglaunch import SGLANG_VERSION
+from sglaunch.errors import UserError
+from sglaunch.flags.schema import FlagSchema, bundled_schema
+from sglaunch.oracle.interpreter import cache_key_path, find_sglang_python, probe_sglang_version
+
+EXTRACT = Path(__file__).resolve().parent.parent / "flags" / "extract.py"
+
+
+@dataclass(frozen=True)
+class SchemaLookup:
+    schema: FlagSchema
+    source: str  # "cache", "extracted" or "bundled"
+    reason: str = ""  # why bundled, or a note (another sglang version)
+    python: str | None = None
+    path: Path | None = None  # the cache file
+
+
+def schema_cache_dir() -> Path:
+    from sglaunch.paths import cache_dir
+
+    return cache_dir() / "schema"
+
+
+def cache_file(python: str, version: str) -> Path:
+    key = hashlib.sha256(f"{cache_key_path(python)}\0{version}".encode()).hexdigest()[:16]
+    return schema_cache_dir() / f"schema-{version}-{key}.json"
+
+
+def _bundled(reason: str, python: str | None = None) -> SchemaLookup:
+    return SchemaLookup(schema=bundled_schema(), source="bundled", reason=reason, python=python)
+
+
+def _extract(python: str, out: Path, timeout: float) -> str:
+    """Run extract.py under `python` into `out`; returns '' or a one-line reason."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
+    try:
+        done = subprocess.run(
+            [python, str(EXTRACT), "-o", str(tmp)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired:
+        return f"reading sglang's flags took more than {timeout:g} s"
+    except OSError as exc:
+        return f"cannot run {python}: {exc.strerror or exc}"
+    if done.returncode != 0 or not tmp.exists():
+        lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+        last = lines[-1].strip() if lines else f"exit status {done.returncode}"
+        tmp.unlink(missing_ok=True)
+        return f"reading sglang's flags failed: {last}"
+    os.replace(tmp, out)
+    return ""
+
+
+def load_flag_schema(
+    python: str | None = None, *, refresh: bool = False, timeout: float = 180.0
+) -> SchemaLookup:
+    """The schema of the sglang that will parse the launch line, or the bundled one.
+
+    Never raises for a missing or broken sglang: the result says why it fell
+    back. A cache file that no longer parses is rebuilt.
+    """
+    found = find_sglang_python(python)
+    if found.path is None:
+        return _bundled(found.reason)
+    version, why = probe_sglang_version(found.path)
+    if version is None:
+        return _bundled(why, found.path)
+    note = ""
+    if version != SGLANG_VERSION:
+        note = f"sglang {version} found; sglaunch mirrors {SGLANG_VERSION} (flags read from sglang {version})"
+    path = cache_file(found.path, version)
+    if path.exists() and not refresh:
+        try:
+            schema = FlagSchema.from_json(json.loads(path.read_text("utf-8")), origin=str(path))
+            return SchemaLookup(schema, "cache", note, found.path, path)
+        except (OSError, ValueError, UserError):
+            pass  # a damaged cache file is rebuilt below
+    failure = _extract(found.path, path, timeout)
+    if failure:
+        return _bundled(failure, found.path)
+    try:
+        schema = FlagSchema.from_json(json.loads(path.read_text("utf-8")), origin=str(path))
+    except (OSError, ValueError, UserError) as exc:
+        path.unlink(missing_ok=True)
+        return _bundled(f"sglang's flag schema was unreadable: {exc}", found.path)
+    return SchemaLookup(schema, "extracted", note, found.path, path)

@@ -1,0 +1,156 @@
+"""Create the CPU-only sglang environment the oracle runs in.
+
+    python -m sglaunch.oracle.setup_env [--dir DIR] [--torch-index-url URL]
+
+Three pip steps in a new venv: torch==2.13.0 (alone, so pip can never resolve an
+unpinned torch into a multi-GB CUDA build), sglang==0.5.23 with --no-deps (its
+GPU dependencies are not needed to resolve arguments), then the pinned list in
+`sglang-cpu.txt`. Idempotent: a DIR whose Python already imports sglang 0.5.23
+is left alone. Standard library only, apart from the default DIR.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+
+SGLANG = "sglang==0.5.23"
+TORCH = "torch==2.13.0"
+SGLANG_VERSION = SGLANG.split("==")[1]
+
+
+class SetupError(Exception):
+    """A step failed; the message is one line."""
+
+
+def requirements_text() -> str:
+    """The pinned requirement list, shipped as package data."""
+    return resources.files("sglaunch.oracle").joinpath("sglang-cpu.txt").read_text("utf-8")
+
+
+def _probe_script() -> str:
+    # sglang only imports on a CPU box through sglaunch's import shims, which
+    # are loaded by path so this works in an environment without sglaunch.
+    shim = Path(__file__).resolve().parent.parent / "sglang_import.py"
+    return (
+        "import importlib.util, sys\n"
+        f"spec = importlib.util.spec_from_file_location('_sglaunch_sglang_import', {str(shim)!r})\n"
+        "m = importlib.util.module_from_spec(spec); sys.modules[spec.name] = m\n"
+        "spec.loader.exec_module(m); m.prepare()\n"
+        "import logging; logging.disable(logging.WARNING)\n"
+        "from sglang.srt.server_args import prepare_server_args\n"
+        "print(m.sglang_version())\n"
+    )
+
+
+def ready_version(python: Path) -> str | None:
+    """sglang's version when `python` imports its resolution code, else None."""
+    if not python.exists():
+        return None
+    try:
+        done = subprocess.run(
+            [str(python), "-c", _probe_script()],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = done.stdout.strip().splitlines()
+    return lines[-1].strip() if done.returncode == 0 and lines else None
+
+
+def _run(step: str, cmd: list[str]) -> None:
+    print(f"sglaunch: {step}", file=sys.stderr, flush=True)
+    try:
+        # pip's progress is for the person watching; stdout carries data only
+        done = subprocess.run(cmd, stdout=sys.stderr, stdin=subprocess.DEVNULL)
+    except OSError as exc:
+        raise SetupError(f"{step} failed: cannot run {cmd[0]}: {exc.strerror or exc}") from exc
+    if done.returncode != 0:
+        raise SetupError(f"{step} failed (exit {done.returncode}); pip's output is above")
+
+
+def setup(
+    env_dir: Path,
+    *,
+    base_python: str = sys.executable,
+    torch_index_url: str | None = None,
+    force: bool = False,
+) -> Path:
+    """Create or complete the environment; returns its Python. Raises SetupError."""
+    env_dir = Path(os.path.abspath(os.path.expanduser(str(env_dir))))
+    python = env_dir / "bin" / "python"
+    if not force and ready_version(python) == SGLANG_VERSION:
+        print(f"sglaunch: sglang {SGLANG_VERSION} is already set up in {env_dir}", file=sys.stderr)
+        return python
+    if env_dir.exists() and not python.exists() and any(env_dir.iterdir()):
+        raise SetupError(f"{env_dir} exists and is not a Python environment; choose another --dir")
+    if not python.exists():
+        _run(
+            f"creating a virtual environment in {env_dir}",
+            [base_python, "-m", "venv", str(env_dir)],
+        )
+    pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check"]
+    torch_cmd = [*pip, TORCH]
+    if torch_index_url:
+        torch_cmd += ["--index-url", torch_index_url]
+    _run(f"installing {TORCH}", torch_cmd)
+    _run(f"installing {SGLANG} without its GPU dependencies", [*pip, "--no-deps", SGLANG])
+    reqs = env_dir / "sglaunch-sglang-cpu.txt"
+    reqs.write_text(requirements_text(), encoding="utf-8")
+    _run("installing what sglang's argument resolution needs", [*pip, "-r", str(reqs)])
+    found = ready_version(python)
+    if found != SGLANG_VERSION:
+        raise SetupError(
+            f"{python} still cannot import sglang's resolution code after installing; "
+            "run it with the probe in sglaunch/oracle/setup_env.py to see why"
+        )
+    return python
+
+
+def default_dir() -> Path:
+    from sglaunch.oracle.interpreter import managed_env_dir
+
+    return managed_env_dir()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="sglaunch oracle setup",
+        description="Create the CPU-only sglang environment that sglaunch's oracle runs in.",
+    )
+    ap.add_argument(
+        "--dir",
+        type=Path,
+        default=None,
+        help="where to create it (default: sglaunch's data folder)",
+    )
+    ap.add_argument(
+        "--torch-index-url",
+        default=None,
+        help="index for torch only; on Linux PyPI's torch is the CUDA build (GBs): "
+        "https://download.pytorch.org/whl/cpu has the CPU one",
+    )
+    ap.add_argument("--force", action="store_true", help="reinstall even when it looks ready")
+    args = ap.parse_args(argv)
+    env_dir = args.dir if args.dir is not None else default_dir()
+    try:
+        python = setup(env_dir, torch_index_url=args.torch_index_url, force=args.force)
+    except SetupError as exc:
+        print(f"sglaunch: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("sglaunch: interrupted; run the same command again to finish", file=sys.stderr)
+        return 130
+    print(python)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

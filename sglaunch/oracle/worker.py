@@ -1,0 +1,815 @@
+"""The oracle worker: sglang's own argument resolution, warm, with the GPU emulated.
+
+Runs under the *sglang* interpreter, by path (`PYTHON worker.py`): it imports
+only the standard library, sglang, and `sglang_import.py` loaded by path; never
+sglaunch, which the sglang environment does not have.
+
+Protocol: JSON lines. Requests arrive on stdin; answers leave on a private
+duplicate of the original stdout, and fd 1 is then pointed at stderr, so that
+nothing sglang prints or logs can corrupt the stream. Events, in order:
+
+    {"event": "hello", "protocol": 1, "sglang_version": "0.5.23" | null, ...}
+    {"event": "ready", "import_s": 3.4, "canary": ANSWER}   or
+    {"event": "failed", "reason": "one line"}
+    then one ANSWER per request: {"id": N, "argv": [...], "env": {...}, "gpu": {...},
+    "timeout": S}
+
+Each request is answered by a fresh forked child: resolution writes os.environ
+and caches the parsed HF config, and a record resolves once, so a child that
+has resolved is spoiled. The parent imports everything resolution needs while
+the process still looks CPU-only (modules branch on is_cuda() at import), so
+the fork costs tens of milliseconds instead of seconds.
+
+After "ready" the worker's own stdout and stderr go to /dev/null (sglang logs
+every resolution at INFO; WARNING+ records reach the answers anyway) unless
+SGLAUNCH_ORACLE_DEBUG is set. Two request env vars exist for the tests only:
+SGLAUNCH_ORACLE_TEST_HANG (the child sleeps) and SGLAUNCH_ORACLE_TEST_CRASH
+(the child kills itself).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import gc
+import importlib
+import importlib.util
+import json
+import logging
+import math
+import os
+import select
+import signal
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+from typing import Any
+
+PROTOCOL = 1
+MIB = 1024**2
+
+# The GPU facts the canary runs on: two H100s, the machine its launch line needs.
+CANARY_GPU: dict[str, Any] = {
+    "devices": [
+        {"name": "NVIDIA H100 80GB HBM3", "memory_total": 81559 * MIB, "capability": [9, 0]},
+        {"name": "NVIDIA H100 80GB HBM3", "memory_total": 81559 * MIB, "capability": [9, 0]},
+    ],
+    "driver_version": "575.57.08",
+    "cuda_version": "12.9",
+}
+CANARY_ERROR = "MiniCPM does not support DP attention"
+# sglang registers the "minicpm_sala" config type itself, so this config loads
+# without remote code; architectures[0] picks the MiniCPM provider.
+CANARY_CONFIG: dict[str, Any] = {
+    "architectures": ["MiniCPMForCausalLM"],
+    "model_type": "minicpm_sala",
+    "hidden_size": 256,
+    "intermediate_size": 512,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 4,
+    "num_hidden_layers": 2,
+    "vocab_size": 1024,
+    "max_position_embeddings": 4096,
+    "torch_dtype": "bfloat16",
+}
+
+# Test-only hooks, read from a request's env: the tests need a resolution that
+# hangs and a child that dies, and sglang offers neither on demand.
+TEST_HANG = "SGLAUNCH_ORACLE_TEST_HANG"
+TEST_CRASH = "SGLAUNCH_ORACLE_TEST_CRASH"
+
+_PR_SET_PDEATHSIG = 1
+
+
+# --------------------------------------------------------------------------
+# process plumbing
+
+
+class _Channel:
+    """The protocol stream: requests in on one fd, answers out on another."""
+
+    def __init__(self, fd_in: int, fd_out: int) -> None:
+        self.fd_in = fd_in
+        self.fd_out = fd_out
+        self._buf = b""
+
+    def send(self, obj: dict[str, Any]) -> None:
+        data = (json.dumps(obj, allow_nan=False) + "\n").encode()
+        view = memoryview(data)
+        while view:
+            n = os.write(self.fd_out, view)
+            view = view[n:]
+
+    def readline(self, watch_parent: int) -> bytes | None:
+        """The next request line; None at EOF or when the client is gone."""
+        while b"\n" not in self._buf:
+            ready, _, _ = select.select([self.fd_in], [], [], 0.5)
+            if os.getppid() != watch_parent:
+                return None
+            if not ready:
+                continue
+            chunk = os.read(self.fd_in, 65536)
+            if not chunk:
+                return None
+            self._buf += chunk
+        line, _, self._buf = self._buf.partition(b"\n")
+        return line
+
+
+def _claim_protocol_fds() -> _Channel:
+    """Keep private copies of stdin/stdout for the protocol; sglang gets stderr and /dev/null."""
+    fd_in = os.dup(0)
+    fd_out = os.dup(1)
+    os.dup2(2, 1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    sys.stdout = sys.stderr
+    return _Channel(fd_in, fd_out)
+
+
+def _die_with_parent() -> None:
+    """SIGKILL this process when its parent dies (Linux only; best effort)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except Exception:
+        pass
+
+
+def _load_by_path(rel: str, name: str) -> Any:
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), rel)
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _one_line(text: str, limit: int = 400) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+# --------------------------------------------------------------------------
+# warm-up: everything resolution imports, while the process looks CPU-only
+
+
+def _sglang_dir() -> str:
+    spec = importlib.util.find_spec("sglang")
+    if spec is None or spec.origin is None:
+        raise ImportError("sglang is not installed in this interpreter")
+    return os.path.dirname(spec.origin)
+
+
+def _modules_resolution_imports(sglang_dir: str) -> list[str]:
+    """Every sglang module that server_args.py, configs/model_config.py and
+    arg_groups/** import, at module level or inside a function.
+
+    Read from the source rather than listed here, so a patch release that adds
+    a hook is still warmed. Imports inside functions matter most: they run
+    during resolution, when the process already looks like a GPU machine and
+    a module importing then would take its CUDA branch.
+    """
+    import ast
+
+    root = os.path.dirname(sglang_dir)
+    files = [
+        os.path.join(sglang_dir, "srt", "server_args.py"),
+        os.path.join(sglang_dir, "srt", "configs", "model_config.py"),
+    ]
+    for folder, _, names in os.walk(os.path.join(sglang_dir, "srt", "arg_groups")):
+        files += [os.path.join(folder, n) for n in sorted(names) if n.endswith(".py")]
+    wanted: set[str] = set()
+    for path in files:
+        module = os.path.relpath(path, root)[:-3].replace(os.sep, ".")
+        is_pkg = module.endswith(".__init__")
+        module = module.removesuffix(".__init__")
+        wanted.add(module)
+        package = module if is_pkg else module.rpartition(".")[0]
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read(), path)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                wanted.update(a.name for a in node.names if a.name.startswith("sglang"))
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    parts = package.split(".")
+                    base = parts[: len(parts) - node.level + 1]
+                    name = ".".join([*base, node.module] if node.module else base)
+                else:
+                    name = node.module or ""
+                if name.startswith("sglang"):
+                    wanted.add(name)
+                    # `from pkg import sub` may name a submodule
+                    wanted.update(f"{name}.{a.name}" for a in node.names)
+    return sorted(wanted)
+
+
+def _import_if_module(name: str) -> None:
+    try:
+        found = importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError, AttributeError):
+        found = False  # a class or function imported by name, not a module
+    if found:
+        importlib.import_module(name)
+
+
+def _hide_cuda_during_import() -> None:
+    """Make the process look CPU-only, on a GPU machine too, and keep CUDA and
+    NVML out of it for good: an unpatched torch.cuda call raises instead of
+    creating a context, as it would with the CPU build of torch."""
+    import torch
+
+    def _blocked(*_a: Any, **_k: Any) -> Any:
+        raise RuntimeError("sglaunch oracle: CUDA is never initialised in the oracle worker")
+
+    torch.cuda.is_available = lambda: False  # type: ignore[assignment]
+    torch.cuda.device_count = lambda: 0  # type: ignore[assignment]
+    torch.cuda._lazy_init = _blocked  # type: ignore[attr-defined]
+    torch.cuda.init = _blocked  # type: ignore[assignment]
+    torch.cuda.is_initialized = lambda: False  # type: ignore[assignment]
+    try:
+        import pynvml
+    except Exception:
+        return
+    pynvml.nvmlInit = _blocked  # type: ignore[attr-defined]
+    if hasattr(pynvml, "nvmlInitWithFlags"):
+        pynvml.nvmlInitWithFlags = _blocked
+
+
+def warm_up() -> dict[str, Any]:
+    """Import sglang and every module resolution needs; returns what it learned."""
+    t0 = time.perf_counter()
+    _hide_cuda_during_import()
+    _load_by_path(os.path.join("..", "sglang_import.py"), "_sglaunch_sglang_import").prepare()
+    with warnings.catch_warnings():
+        # import-time warnings ("Only CUDA ... support AWQ") are about this CPU box
+        warnings.simplefilter("ignore")
+        sglang_dir = _sglang_dir()
+        for name in _modules_resolution_imports(sglang_dir):
+            _import_if_module(name)
+        import argparse
+
+        from sglang.srt import server_args as sa_mod
+        from sglang.srt.platforms import cuda as _cuda  # noqa: F401
+
+        # A parser whose every default is SUPPRESS tells which dests the argv set.
+        explicit = argparse.ArgumentParser(prog="sglang serve", add_help=False, exit_on_error=False)
+        sa_mod.ServerArgs.add_cli_args(explicit)
+        for action in explicit._actions:
+            action.default = argparse.SUPPRESS
+            action.required = False
+    global _EXPLICIT_PARSER, _SGLANG_DIR, _BINDINGS
+    _EXPLICIT_PARSER = explicit
+    _SGLANG_DIR = sglang_dir
+    _BINDINGS = _find_bindings()
+    # Freeze the warm heap: forked children then share it copy-on-write for real.
+    gc.collect()
+    gc.freeze()
+    return {"import_s": round(time.perf_counter() - t0, 3)}
+
+
+_EXPLICIT_PARSER: Any = None
+_SGLANG_DIR = ""
+
+
+# --------------------------------------------------------------------------
+# GPU emulation, inside the forked child
+
+
+class _DeviceProperties:
+    """What torch.cuda.get_device_properties gives, for the fields sglang reads."""
+
+    def __init__(self, dev: dict[str, Any], index: int) -> None:
+        self.name = str(dev.get("name") or "NVIDIA GPU")
+        self.total_memory = int(dev.get("memory_total") or 0)
+        self.major, self.minor = (int(x) for x in dev.get("capability") or (0, 0))
+        self.multi_processor_count = int(dev.get("multi_processor_count") or 132)
+        self.uuid = str(dev.get("uuid") or f"GPU-sglaunch-emulated-{index}")
+        self.is_integrated = 0
+        self.is_multi_gpu_board = 0
+        self.L2_cache_size = 50 * MIB
+        self.gcnArchName = ""
+
+    def __repr__(self) -> str:
+        return (
+            f"_CudaDeviceProperties(name='{self.name}', major={self.major}, minor={self.minor}, "
+            f"total_memory={self.total_memory // MIB}MB)"
+        )
+
+
+def _sglang_namespaces() -> list[dict[str, Any]]:
+    out = []
+    for name, module in list(sys.modules.items()):
+        if module is None or not (name == "sglang" or name.startswith("sglang.")):
+            continue
+        namespace = getattr(module, "__dict__", None)
+        if isinstance(namespace, dict):
+            out.append(namespace)
+    return out
+
+
+class _Bindings:
+    """Where the warm parent bound what emulation replaces, found once before forking.
+
+    A child then rebinds and clears in about a millisecond instead of walking
+    a thousand module namespaces per request.
+    """
+
+    def __init__(self, targets: list[Any]) -> None:
+        wanted = {id(t) for t in targets}
+        self.sites: list[tuple[dict[str, Any], str, Any]] = []
+        self.caches: list[Any] = []
+        for namespace in _sglang_namespaces():
+            for attr, value in list(namespace.items()):
+                if id(value) in wanted:
+                    self.sites.append((namespace, attr, value))
+                # isinstance first: getattr on a lazy-import proxy would import its target
+                elif isinstance(value, functools._lru_cache_wrapper):
+                    self.caches.append(value)
+
+    def rebind(self, replacements: dict[int, Any]) -> None:
+        for namespace, attr, original in self.sites:
+            replacement = replacements.get(id(original))
+            if replacement is not None and namespace.get(attr) is original:
+                namespace[attr] = replacement
+
+    def clear_caches(self) -> None:
+        """Forget every memoised module-level probe: each answered for a CPU-only box."""
+        for cached in self.caches:
+            with contextlib.suppress(Exception):
+                cached.cache_clear()
+
+
+# the names in srt/utils/common.py that emulation replaces
+_FAKED = (
+    "get_nvgpu_memory_capacity",
+    "get_nvidia_driver_version_str",
+    "get_nvidia_driver_version",
+    "get_device_sm",
+    "get_device_sm_nvidia_smi",
+    "is_flashinfer_available",
+    "is_mnnvl_fabric_device",
+)
+_BINDINGS: _Bindings | None = None
+
+
+def _find_bindings() -> _Bindings:
+    from sglang.srt import platforms
+    from sglang.srt.utils import common
+
+    targets = [getattr(common, n) for n in _FAKED if hasattr(common, n)]
+    targets.append(platforms.current_platform)
+    return _Bindings(targets)
+
+
+def emulate_gpu(gpu: dict[str, Any]) -> None:
+    """Make torch and sglang answer as the described GPUs would, without CUDA or NVML.
+
+    The list is what sglang 0.5.23's resolution reads (see the resolution
+    reference): torch.cuda's device queries, torch.version.cuda, the memoised
+    probes in srt/utils/common.py, the nvidia-smi / NVML helpers wherever
+    sglang bound them, and the lazily chosen platform object.
+    """
+    devices = list(gpu.get("devices") or [])
+    if not devices:
+        return  # no GPU: resolve as this CPU-only machine does
+    import torch
+    from sglang.srt import platforms
+    from sglang.srt.platforms.cuda import CudaSRTPlatform
+    from sglang.srt.utils import common
+
+    props = [_DeviceProperties(d, i) for i, d in enumerate(devices)]
+
+    def _index(device: Any = None) -> int:
+        if device is None:
+            return 0
+        if isinstance(device, int):
+            return device
+        index = getattr(device, "index", None)
+        if index is not None:
+            return int(index)
+        if isinstance(device, str) and ":" in device:
+            return int(device.rsplit(":", 1)[1])
+        return 0
+
+    def _props(device: Any = None) -> _DeviceProperties:
+        i = _index(device)
+        if not 0 <= i < len(props):
+            raise AssertionError("Invalid device id")
+        return props[i]
+
+    def _mem_get_info(device: Any = None) -> tuple[int, int]:
+        d = devices[_index(device)]
+        total = int(d.get("memory_total") or 0)
+        free = d.get("memory_free")
+        return (int(free) if free is not None else total, total)
+
+    cuda = torch.cuda
+    cuda.is_available = lambda: True  # type: ignore[assignment]
+    cuda.device_count = lambda: len(props)  # type: ignore[assignment]
+    cuda.get_device_capability = lambda device=None: (_props(device).major, _props(device).minor)  # type: ignore[assignment]
+    cuda.get_device_name = lambda device=None: _props(device).name  # type: ignore[assignment]
+    cuda.get_device_properties = _props  # type: ignore[assignment]
+    # "initialised" keeps get_device_sm and friends off NVML; _lazy_init stays blocked.
+    cuda.is_initialized = lambda: True  # type: ignore[assignment]
+    cuda.mem_get_info = _mem_get_info  # type: ignore[assignment]
+    cuda.current_device = lambda: 0  # type: ignore[assignment]
+    cuda.is_bf16_supported = lambda including_emulation=True: props[0].major >= 8  # type: ignore[assignment]
+    torch.version.cuda = str(gpu.get("cuda_version") or "12.9")  # type: ignore[misc]
+    torch.version.hip = None  # type: ignore[misc]
+
+    driver = str(gpu.get("driver_version") or "") or None
+    mem_mib = min(p.total_memory for p in props) / MIB
+    sm = props[0].major * 10 + props[0].minor
+    names = [p.name.upper() for p in props]
+
+    @functools.lru_cache(maxsize=1)
+    def get_nvidia_driver_version_str() -> str | None:
+        return driver
+
+    @functools.lru_cache(maxsize=1)
+    def get_nvidia_driver_version() -> tuple:
+        try:
+            return tuple(int(x) for x in (driver or "").split(".")) if driver else (0,)
+        except ValueError:
+            return (0,)
+
+    @functools.lru_cache(maxsize=1)
+    def is_flashinfer_available() -> bool:
+        # flashinfer-python is a hard dependency of sglang's GPU install
+        return common.get_bool_env_var("SGLANG_IS_FLASHINFER_AVAILABLE", default="true")
+
+    @functools.lru_cache(maxsize=1)
+    def is_mnnvl_fabric_device() -> bool:
+        # by name, as sglang does first; fabric registration would need NVML
+        return any(tag in n for n in names for tag in ("GB200", "GB300"))
+
+    fakes: dict[str, Any] = {
+        "get_nvgpu_memory_capacity": lambda: mem_mib,
+        "get_nvidia_driver_version_str": get_nvidia_driver_version_str,
+        "get_nvidia_driver_version": get_nvidia_driver_version,
+        "get_device_sm": lambda: sm,
+        "get_device_sm_nvidia_smi": lambda: (props[0].major, props[0].minor),
+        "is_flashinfer_available": is_flashinfer_available,
+        "is_mnnvl_fabric_device": is_mnnvl_fabric_device,
+    }
+    replacements: dict[int, Any] = {}
+    for name, fake in fakes.items():
+        original = getattr(common, name, None)
+        if original is not None:
+            replacements[id(original)] = fake
+        setattr(common, name, fake)
+    old_platform = platforms._current_platform
+    new_platform = CudaSRTPlatform()
+    platforms._current_platform = new_platform
+    if old_platform is not None:
+        replacements[id(old_platform)] = new_platform
+    bindings = _BINDINGS if _BINDINGS is not None else _find_bindings()
+    bindings.rebind(replacements)
+    bindings.clear_caches()
+
+
+# --------------------------------------------------------------------------
+# one resolution, inside the forked child
+
+
+def _jsonable(value: Any) -> Any:
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, set | frozenset):
+        return sorted((_jsonable(v) for v in value), key=repr)
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    inner = getattr(value, "value", None)
+    if isinstance(inner, str | int | float):  # enums
+        return inner
+    return str(value)
+
+
+def _where(exc: BaseException) -> str:
+    """The innermost frame inside the sglang package, as 'srt/...py:LINE'."""
+    root = _SGLANG_DIR + os.sep
+    where = ""
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if frame.filename.startswith(root):
+            where = f"{os.path.relpath(frame.filename, _SGLANG_DIR)}:{frame.lineno}"
+    return where
+
+
+class _Capture(logging.Handler):
+    def __init__(self, sink: list[str]) -> None:
+        super().__init__(logging.WARNING)
+        self.sink = sink
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with contextlib.suppress(Exception):
+            self.sink.append(record.getMessage())
+
+
+def _capture_logging(sink: list[str]) -> None:
+    """Collect WARNING+ records, even after sglang's basicConfig(force=True)."""
+    handler = _Capture(sink)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    original = logging.basicConfig
+
+    def basic_config(*args: Any, **kwargs: Any) -> None:
+        original(*args, **kwargs)
+        if handler not in root.handlers:
+            root.addHandler(handler)
+
+    logging.basicConfig = basic_config  # type: ignore[assignment]
+
+
+def _explicit_dests(argv: list[str]) -> list[str]:
+    try:
+        if "--config" in argv:
+            from sglang.srt.utils.server_args_config_parser import ConfigArgumentMerger
+
+            argv = ConfigArgumentMerger(_EXPLICIT_PARSER).merge_config_with_args(argv)
+        namespace, _ = _EXPLICIT_PARSER.parse_known_args(argv)
+        return sorted(vars(namespace))
+    except (Exception, SystemExit):
+        return []
+
+
+def resolve(request: dict[str, Any]) -> dict[str, Any]:
+    """Parse and resolve one launch line as sglang would; never raises."""
+    import argparse
+
+    t0 = time.perf_counter()
+    argv = [str(a) for a in request.get("argv") or []]
+    env = {str(k): str(v) for k, v in (request.get("env") or {}).items()}
+    os.environ.update(env)
+    messages: list[str] = []
+    _capture_logging(messages)
+    out: dict[str, Any] = {"ok": False, "error": None, "resolved": None, "changed": None}
+    parse_errors: list[str] = []
+    original_error = argparse.ArgumentParser.error
+
+    def error(self: argparse.ArgumentParser, message: str) -> Any:
+        parse_errors.append(message)
+        return original_error(self, message)
+
+    argparse.ArgumentParser.error = error  # type: ignore[method-assign]
+    stage = "emulation"
+    timing: dict[str, float] = {}
+    mark = [t0]
+
+    def lap(name: str) -> None:
+        """Seconds since the previous lap: each phase's own duration."""
+        now = time.perf_counter()
+        timing[name] = round(now - mark[0], 4)
+        mark[0] = now
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            emulate_gpu(request.get("gpu") or {})
+            lap("emulate_s")
+            if env.get(TEST_HANG):
+                time.sleep(10**6)
+            if env.get(TEST_CRASH):
+                os.kill(os.getpid(), signal.SIGKILL)
+            from sglang.srt.arg_groups.arg_utils import record_fields
+            from sglang.srt.server_args import prepare_server_args
+
+            stage = "parse"
+            server_args = prepare_server_args(argv)
+            lap("parse_s")
+            out["explicit"] = _explicit_dests(argv)
+            asked = {
+                f.name: _jsonable(getattr(server_args, f.name))
+                for f in record_fields(type(server_args))
+            }
+            stage = "resolve"
+            server_args.resolve_once()
+            lap("resolve_s")
+            stage = "report"
+            resolved = _jsonable(server_args.resolved_dict())
+            out["resolved"] = resolved
+            out["changed"] = {
+                k: [asked[k], v] for k, v in resolved.items() if k in asked and asked[k] != v
+            }
+            out["ok"] = True
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+            message = parse_errors[-1] if parse_errors else f"argparse exited with status {code}"
+            out["error"] = {
+                "type": "SystemExit",
+                "message": message,
+                "where": _where(exc),
+                "stage": stage,
+                "exit_code": code,
+            }
+        except BaseException as exc:
+            out["error"] = {
+                "type": type(exc).__name__,
+                "message": str(exc),
+                "where": _where(exc),
+                "stage": stage,
+                "traceback": "".join(traceback.format_exception(exc)[-6:]),
+            }
+    for w in caught:
+        messages.append(str(w.message))
+    out["warnings"] = list(dict.fromkeys(messages))
+    timing["total_s"] = round(time.perf_counter() - t0, 4)
+    out["timing"] = timing
+    return out
+
+
+# --------------------------------------------------------------------------
+# fork per request
+
+
+def _child(request: dict[str, Any], write_fd: int) -> None:
+    try:
+        _die_with_parent()
+        # the warm heap is frozen and this process lives for one answer
+        gc.disable()
+        answer = resolve(request)
+        try:
+            data = json.dumps(answer, allow_nan=False).encode()
+        except (TypeError, ValueError) as exc:
+            data = json.dumps(
+                {
+                    "ok": False,
+                    "error": {
+                        "type": type(exc).__name__,
+                        "message": str(exc),
+                        "where": "",
+                        "stage": "report",
+                    },
+                    "warnings": [],
+                }
+            ).encode()
+        view = memoryview(data)
+        while view:
+            n = os.write(write_fd, view)
+            view = view[n:]
+        # EOF now: the parent answers without waiting for this process to tear down
+        os.close(write_fd)
+    finally:
+        os._exit(0)
+
+
+_UNREAPED: list[int] = []
+
+
+def _reap() -> None:
+    for pid in list(_UNREAPED):
+        with contextlib.suppress(ChildProcessError):
+            done, _ = os.waitpid(pid, os.WNOHANG)
+            if not done:
+                continue
+        _UNREAPED.remove(pid)
+
+
+def answer_in_child(request: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """Fork, resolve in the child, and collect its answer within `timeout` seconds."""
+    _reap()
+    read_fd, write_fd = os.pipe()
+    t0 = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_fd)
+        _child(request, write_fd)
+    os.close(write_fd)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    timed_out = False
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                timed_out = True
+                break
+            ready, _, _ = select.select([read_fd], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(read_fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(read_fd)
+    elapsed = round(time.perf_counter() - t0, 4)
+    if timed_out:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        return _fault(f"sglang's resolution did not finish within {timeout:g} s", timed_out=True)
+    try:
+        answer = json.loads(b"".join(chunks))
+        _UNREAPED.append(pid)
+    except ValueError:
+        _, status = os.waitpid(pid, 0)
+        if os.WIFSIGNALED(status):
+            why = f"killed by signal {os.WTERMSIG(status)}"
+        else:
+            why = f"exit status {os.waitstatus_to_exitcode(status)}"
+        return _fault(f"the resolving process died without an answer ({why})", crashed=True)
+    answer["child_s"] = elapsed
+    return answer
+
+
+def _fault(message: str, **flags: bool) -> dict[str, Any]:
+    return {"ok": False, "error": None, "fault": message, "warnings": [], **flags}
+
+
+def _canary(sglang_version: str | None) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="sglaunch-canary-") as tmp:
+        with open(os.path.join(tmp, "config.json"), "w", encoding="utf-8") as fh:
+            json.dump(CANARY_CONFIG, fh)
+        request = {
+            "argv": ["--model-path", tmp, "--attn-dp-size", "2", "--tp-size", "2"],
+            "env": {},
+            "gpu": CANARY_GPU,
+        }
+        answer = answer_in_child(request, timeout=120.0)
+    error = answer.get("error") or {}
+    if error.get("message") == CANARY_ERROR:
+        answer["canary_ok"] = True
+    else:
+        got = error.get("message") or answer.get("fault") or "no error at all"
+        answer["canary_ok"] = False
+        answer["canary_reason"] = _one_line(
+            f"the GPU emulation does not work with this sglang ({sglang_version}): "
+            f"the canary expected '{CANARY_ERROR}' and got: {got}"
+        )
+    return answer
+
+
+def _sglang_version() -> str | None:
+    try:
+        from importlib.metadata import version
+
+        return version("sglang")
+    except Exception:
+        return None
+
+
+def main() -> int:
+    channel = _claim_protocol_fds()
+    parent = os.getppid()
+    if "--pdeathsig" in sys.argv[1:]:
+        _die_with_parent()
+    version = _sglang_version()
+    channel.send(
+        {
+            "event": "hello",
+            "protocol": PROTOCOL,
+            "sglang_version": version,
+            "python": sys.executable,
+            "pid": os.getpid(),
+        }
+    )
+    if version is None:
+        return 3
+    try:
+        info = warm_up()
+    except BaseException as exc:
+        channel.send(
+            {
+                "event": "failed",
+                "reason": _one_line(f"importing sglang failed: {type(exc).__name__}: {exc}"),
+            }
+        )
+        return 4
+    canary = _canary(version)
+    channel.send({"event": "ready", **info, "canary": canary})
+    if not os.environ.get("SGLAUNCH_ORACLE_DEBUG"):
+        # sglang logs every resolution at INFO; warnings reach the answers anyway
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        os.close(devnull)
+    while True:
+        line = channel.readline(watch_parent=parent)
+        if line is None:
+            return 0
+        try:
+            request = json.loads(line)
+        except ValueError:
+            channel.send({"id": None, **_fault("the worker got a request that is not JSON")})
+            continue
+        timeout = float(request.get("timeout") or 20.0)
+        answer = answer_in_child(request, timeout)
+        answer["id"] = request.get("id")
+        channel.send(answer)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,58 @@
+"""Build the app with fakes for NVML, the model loader's environment and the oracle."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from sglaunch.facts.gpu import probe_gpus
+from sglaunch.facts.model import load_model_facts
+from sglaunch.flags.schema import bundled_schema
+from tests.fakes.nvml import FakeNvml, NVMLError_LibraryNotFound
+from tests.fakes.oracle import FakeOracle, fake_findings
+from tui.app import SglaunchApp
+from tui.collaborators import Collaborators
+
+
+def make_app(
+    *,
+    oracle: FakeOracle | None = None,
+    nvml: FakeNvml | None = None,
+    model: str | None = "example:minicpm-sala",
+    gpu_spec: str | None = None,
+    argv: list[str] | None = None,
+    debounce: float = 0.05,
+) -> SglaunchApp:
+    nvml = nvml or FakeNvml(
+        [], init_error=NVMLError_LibraryNotFound("NVML Shared Library Not Found")
+    )
+    collab = Collaborators(
+        gpu_probe=lambda: probe_gpus(nvml=nvml, env={}),
+        model_loader=load_model_facts,
+        oracle=oracle,
+        oracle_findings=fake_findings if oracle is not None else None,
+    )
+    return SglaunchApp(
+        schema=bundled_schema(),
+        collaborators=collab,
+        model=model,
+        gpu_spec=gpu_spec,
+        argv=argv,
+        debounce=debounce,
+    )
+
+
+@pytest.fixture
+def app_factory() -> Callable[..., SglaunchApp]:
+    return make_app
+
+
+def plain(widget: object) -> str:
+    """The text a Static-like widget shows (Rich renderables rendered without colour)."""
+    from rich.console import Console
+
+    content = getattr(widget, "content", widget)
+    console = Console(width=200, record=True, color_system=None, file=open("/dev/null", "w"))  # noqa: SIM115
+    console.print(content)
+    return console.export_text()

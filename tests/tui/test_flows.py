@@ -1,0 +1,310 @@
+"""Pilot tests for each user flow, with fakes for NVML and the oracle injected through the App."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from sglaunch.validators.findings import Severity
+from textual.widgets import DataTable, Input, OptionList, TextArea
+
+from tests.conftest import model_dir
+from tests.fakes.nvml import B200, H100, FakeNvml, gpu
+from tests.fakes.oracle import FakeOracle
+from tests.tui.conftest import make_app, plain
+from tui.app import SglaunchApp
+from tui.screens.card import CardScreen
+from tui.screens.dialogs import GpuScreen, OpenModelScreen, PasteScreen, ResolvedScreen
+from tui.widgets.findings import FindingsPanel
+from tui.widgets.flag_editor import FlagEditor
+
+DP_ERROR = "MiniCPM does not support DP attention"
+
+
+async def settle(app: SglaunchApp, pilot) -> None:  # type: ignore[no-untyped-def]
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def shown_messages(app: SglaunchApp) -> list[str]:
+    return [f.message for f in app.screen_query(FindingsPanel).findings]
+
+
+async def search(pilot, text: str) -> None:  # type: ignore[no-untyped-def]
+    await pilot.press("slash")
+    for ch in text:
+        await pilot.press(ch)
+    await pilot.press("enter")
+
+
+async def test_dp_attention_error_appears_in_the_same_refresh() -> None:
+    app = make_app(oracle=FakeOracle(), gpu_spec="H100x8")
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(app, pilot)
+        assert app.session.model is not None and app.session.model.has_minicpm_sparse_attention
+        assert DP_ERROR not in shown_messages(app)
+        # the 0.5.23 spelling of attention DP: --attn-dp-size 2
+        await search(pilot, "attn-dp-size")
+        editor = app.screen_query(FlagEditor)
+        assert editor.current == "attn_dp_size"
+        await pilot.press("enter")  # into the value input
+        await pilot.press("2")
+        # no pause: the built-in verdict is part of the same update
+        assert DP_ERROR in shown_messages(app)
+        assert app.session.flags["attn_dp_size"] == 2
+        # and it is an error that blocks launching
+        assert any(f.severity is Severity.ERROR for f in app.launch_blockers())
+
+
+async def test_card_fix_clears_the_error_and_unsets_the_flag() -> None:
+    app = make_app(
+        oracle=FakeOracle(),
+        gpu_spec="H100x8",
+        argv=["--tp", "4", "--enable-dp-attention", "--dp-size", "4"],
+    )
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(app, pilot)
+        assert DP_ERROR in shown_messages(app)
+        panel = app.screen_query(FindingsPanel)
+        panel.query_one(OptionList).focus()
+        index = next(i for i, f in enumerate(panel.findings) if f.message == DP_ERROR)
+        panel.query_one(OptionList).highlighted = index
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, CardScreen)
+        card = app.screen
+        assert "What it means" in str(card.query("Static").results()) or card.card.what
+        assert "--enable-dp-attention" in card.before
+        assert "--enable-dp-attention" not in card.afters[0]
+        await pilot.press("1")  # the first fix
+        await pilot.pause()
+        assert not isinstance(app.screen, CardScreen)
+        assert DP_ERROR not in shown_messages(app)
+        assert "enable_dp_attention" not in app.session.flags
+        assert "dp_size" not in app.session.flags
+        assert app.session.flags["tp_size"] == 4
+
+
+async def test_paste_a_deepseek_line_for_a_minicpm_model() -> None:
+    line = (
+        "CUDA_VISIBLE_DEVICES=0,1,2,3 python3 -m sglang.launch_server \\\n"
+        f"    --model-path {model_dir('sala-sparse-lightning')} \\\n"
+        "    --tp 4 --enable-dp-attention --dp-size 4 \\\n"
+        "    --trust-remote-code --mem-fraction-static 0.85"
+    )
+    app = make_app(oracle=FakeOracle(), gpu_spec="H100x8", model=None)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("ctrl+k")
+        await pilot.pause()
+        assert isinstance(app.screen, PasteScreen)
+        app.screen.query_one(TextArea).text = line
+        await pilot.press("ctrl+s")
+        await settle(app, pilot)
+        await pilot.pause()
+        assert app.session.model_source == str(model_dir("sala-sparse-lightning"))
+        assert (
+            app.session.flags["tp_size"] == 4 and app.session.flags["enable_dp_attention"] is True
+        )
+        assert app.session.env["CUDA_VISIBLE_DEVICES"] == "0,1,2,3"
+        assert DP_ERROR in shown_messages(app)
+
+
+async def test_paste_rejects_a_non_sglang_line_inline() -> None:
+    app = make_app(gpu_spec="H100x8")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("ctrl+k")
+        await pilot.pause()
+        app.screen.query_one(
+            TextArea
+        ).text = "vllm serve meta-llama/Llama-3.1-8B --tensor-parallel-size 2"
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert isinstance(app.screen, PasteScreen)  # still open, with the reason
+        assert "no sglang launch found" in plain(app.screen.query_one("#paste-error"))
+
+
+async def test_switching_preset_h100_to_b200_changes_the_resolved_backend() -> None:
+    oracle = FakeOracle()
+    app = make_app(oracle=oracle, gpu_spec="H100x8")
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(app, pilot)
+        await pilot.pause(0.2)
+        await settle(app, pilot)
+        assert app.oracle.revision == app.session.revision
+        assert app.oracle.answer.changed["attention_backend"][1] == "minicpm_flashattn"
+        await pilot.press("ctrl+g")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, GpuScreen)
+        from textual.widgets import Select
+
+        screen.query_one("#gpu-preset", Select).value = "B200"
+        screen.query_one("#gpu-count", Input).value = "8"
+        await pilot.click("#gpu-apply")
+        await pilot.pause(0.2)
+        await settle(app, pilot)
+        await pilot.pause(0.2)
+        await settle(app, pilot)
+        assert app.session.gpu.is_blackwell
+        assert app.oracle.revision == app.session.revision
+        assert app.oracle.answer.changed["attention_backend"][1] == "minicpm_flashinfer"
+        # the resolved view lists it: you asked -> sglang will use
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        assert isinstance(app.screen, ResolvedScreen)
+        rows = [
+            app.screen.query_one(DataTable).get_row_at(i)
+            for i in range(app.screen.query_one(DataTable).row_count)
+        ]
+        assert ["attention_backend", "(unset)", "minicpm_flashinfer"] in [
+            list(map(str, r)) for r in rows
+        ]
+
+
+async def test_search_radix_then_toggle() -> None:
+    app = make_app(gpu_spec="H100x8", model="example:llama-3.1-8b")
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(app, pilot)
+        await search(pilot, "radix")
+        editor = app.screen_query(FlagEditor)
+        keys = [str(r.key.value) for r in editor.query_one(DataTable).ordered_rows]
+        assert "disable_radix_cache" in keys
+        from tui.widgets.flag_editor import _haystack
+
+        assert all(
+            "radix" in _haystack(app.schema.by_dest[k]) for k in keys if not k.startswith("group:")
+        )
+        assert len(keys) < 40  # the search narrowed the table
+        editor.select("disable_radix_cache")
+        await pilot.press("space")
+        assert app.session.flags.get("disable_radix_cache") is True
+        assert "--disable-radix-cache" in app.session.command_line()
+        await pilot.press("space")
+        assert "disable_radix_cache" not in app.session.flags
+
+
+async def test_broken_model_path_is_an_inline_error(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text("{broken")
+    app = make_app(gpu_spec="H100x8", model=None)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("ctrl+o")
+        await pilot.pause()
+        assert isinstance(app.screen, OpenModelScreen)
+        app.screen.query_one("#model-input", Input).value = str(tmp_path)
+        await pilot.press("enter")
+        await settle(app, pilot)
+        await pilot.pause()
+        assert app.is_running
+        assert app.model_error and "not valid JSON" in app.model_error
+        panel = app.screen.query_one("#model-panel")
+        assert panel.has_class("-error")
+        assert "not valid JSON" in plain(panel)
+
+
+async def test_invalid_value_is_shown_not_applied() -> None:
+    app = make_app(gpu_spec="H100x8")
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(app, pilot)
+        await search(pilot, "tp-size")
+        await pilot.press("enter")
+        for ch in "two":
+            await pilot.press(ch)
+        assert "tp_size" not in app.session.flags
+        assert "invalid int value: 'two'" in plain(app.screen.query_one("#flag-error"))
+
+
+async def test_stale_oracle_answers_are_discarded() -> None:
+    oracle = FakeOracle(delay=0.3)
+    app = make_app(oracle=oracle, gpu_spec="H100x8", debounce=0.01)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(app, pilot)
+        editor = app.screen_query(FlagEditor)
+        editor.post_message(FlagEditor.Edited("tp_size", 2))
+        await pilot.pause(0.05)
+        editor.post_message(FlagEditor.Edited("tp_size", 4))
+        await pilot.pause(0.05)
+        await settle(app, pilot)
+        await pilot.pause(0.5)
+        await settle(app, pilot)
+        # the verdict shown is for the latest flags, never an older request's
+        assert app.oracle.revision == app.session.revision
+        assert any("--tp-size" in argv and "4" in argv for argv, _, _ in oracle.requests)
+
+
+async def test_oracle_unavailable_status() -> None:
+    app = make_app(
+        oracle=FakeOracle(
+            available=False, reason="sglang is not installed; run `sglaunch oracle setup`"
+        ),
+        gpu_spec="H100x8",
+    )
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(app, pilot)
+        await pilot.pause()
+        verdict = plain(app.screen_query(FindingsPanel).query_one("#verdict"))
+        assert "sglang check unavailable: sglang is not installed" in verdict
+        # the built-in tier still works
+        app.screen_query(FlagEditor).post_message(FlagEditor.Edited("attn_dp_size", 2))
+        await pilot.pause()
+        assert DP_ERROR in shown_messages(app)
+
+
+async def test_launch_is_refused_while_an_error_stands() -> None:
+    app = make_app(gpu_spec="H100x8", argv=["--attn-dp-size", "2", "--tp", "2"])
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("ctrl+l")
+        await pilot.pause()
+        assert app.screen.__class__.__name__ == "MainScreen"
+        notes = [n.message for n in app._notifications]
+        assert any(DP_ERROR in n for n in notes)
+
+
+async def test_real_gpus_through_fake_nvml() -> None:
+    nvml = FakeNvml([gpu(B200, 0, util=12), gpu(H100, 1)])
+    app = make_app(nvml=nvml)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(app, pilot)
+        assert app.real_gpus is not None and app.real_gpus.count == 2
+        text = plain(app.screen.query_one("#gpu-panel"))
+        assert "B200" in text and "H100" in text
+        # device 0 is a B200: the sparse backend is the Blackwell one
+        overrides = {f.override.field: f.override.value for f in app.last_findings if f.override}
+        assert overrides["attention_backend"] == "minicpm_flashinfer"
+
+
+async def test_command_palette_has_the_main_actions() -> None:
+    app = make_app(gpu_spec="H100x8")
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(app, pilot)
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        for wanted in (
+            "Open model",
+            "Paste launch line",
+            "Choose GPUs",
+            "Launch server",
+            "Show what sglang will change",
+        ):
+            assert wanted in titles
+
+
+async def test_narrow_layout_is_usable() -> None:
+    app = make_app(gpu_spec="H100x8")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        assert app.screen.has_class("-narrow")
+        for wid in ("#flag-table", "#finding-list", "#command"):
+            region = app.screen.query_one(wid).region
+            assert region.width > 0 and region.height > 0, wid
+        await search(pilot, "tp-size")
+        assert app.screen_query(FlagEditor).current == "tp_size"
+
+
+def test_fake_models_exist() -> None:
+    assert (
+        json.loads((model_dir("sala-sparse-lightning") / "config.json").read_text())["model_type"]
+        == "minicpm_sala"
+    )

@@ -1,0 +1,347 @@
+"""The small modals: paste a launch line, open a model, choose GPUs, the resolved view, confirm."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from rich.text import Text
+from sglaunch.validators.facts import GpuFacts, GpuMode
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.suggester import Suggester
+from textual.widgets import (
+    Button,
+    DataTable,
+    Input,
+    Label,
+    OptionList,
+    Select,
+    SelectionList,
+    Static,
+    TextArea,
+)
+from textual.widgets.option_list import Option
+
+from sglaunch.errors import UserError
+from sglaunch.examples import EXAMPLES
+from sglaunch.facts.presets import PRESETS
+from sglaunch.flags.launchline import LaunchLine, parse_launch_line
+
+PASTE_HINT = (
+    "python3 -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 \\\n"
+    "    --tp 8 --enable-dp-attention --dp-size 8 --trust-remote-code"
+)
+
+
+class PasteScreen(ModalScreen[LaunchLine | None]):
+    """Paste a `python -m sglang.launch_server …` or `sglang serve …` line (backslashes welcome)."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("ctrl+s", "load", "Load")]
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="paste", classes="dialog"):
+            yield Static(Text("Paste a launch line", style="bold"), classes="dialog-title")
+            yield Static(
+                Text(
+                    "python -m sglang.launch_server … or sglang serve …; multi-line with \\ is fine. ctrl+s loads.",
+                    style="dim",
+                )
+            )
+            yield TextArea(id="paste-text", soft_wrap=True, show_line_numbers=False)
+            yield Label("", id="paste-error")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Load (ctrl+s)", id="paste-load", variant="primary")
+                yield Button("Cancel", id="paste-cancel")
+
+    def on_mount(self) -> None:
+        area = self.query_one("#paste-text", TextArea)
+        area.placeholder = PASTE_HINT  # type: ignore[attr-defined]
+        area.focus()
+
+    def action_load(self) -> None:
+        text = self.query_one("#paste-text", TextArea).text
+        try:
+            line = parse_launch_line(text)
+        except UserError as exc:
+            self.query_one("#paste-error", Label).update(Text(exc.message, style="red"))
+            return
+        self.dismiss(line)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    @on(Button.Pressed, "#paste-load")
+    def _load(self) -> None:
+        self.action_load()
+
+    @on(Button.Pressed, "#paste-cancel")
+    def _cancel(self) -> None:
+        self.dismiss(None)
+
+
+class PathSuggester(Suggester):
+    """Completes folder names as you type a model path."""
+
+    def __init__(self) -> None:
+        super().__init__(use_cache=False, case_sensitive=True)
+
+    async def get_suggestion(self, value: str) -> str | None:
+        if not value or value.startswith("example:"):
+            for name in EXAMPLES:
+                if f"example:{name}".startswith(value):
+                    return f"example:{name}"
+            return None
+        expanded = os.path.expanduser(value)
+        folder, prefix = os.path.split(expanded)
+        try:
+            names = sorted(
+                n
+                for n in os.listdir(folder or ".")
+                if n.startswith(prefix) and os.path.isdir(os.path.join(folder or ".", n))
+            )
+        except OSError:
+            return None
+        if not names:
+            return None
+        completed = os.path.join(folder, names[0]) + os.sep
+        return (
+            value[: len(value) - len(expanded)] + completed if value.startswith("~") else completed
+        )
+
+
+class OpenModelScreen(ModalScreen[str | None]):
+    """A folder (with completion), a cached Hugging Face repo id, or a bundled example."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, cached_repos: Iterable[str] = (), current: str | None = None) -> None:
+        super().__init__()
+        self.cached_repos = list(cached_repos)
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="open-model", classes="dialog"):
+            yield Static(Text("Open a model", style="bold"), classes="dialog-title")
+            yield Input(
+                value=self.current or "",
+                placeholder="/path/to/model, org/name from your HF cache, or example:NAME",
+                suggester=PathSuggester(),
+                id="model-input",
+            )
+            yield Label("", id="model-error")
+            options = [
+                Option(Text.assemble((f"example:{n}", "bold"), "  ", (d, "dim")), id=f"example:{n}")
+                for n, d in EXAMPLES.items()
+            ]
+            options += [
+                Option(Text.assemble((r, "bold"), "  ", ("local HF cache", "dim")), id=r)
+                for r in self.cached_repos
+            ]
+            yield OptionList(*options, id="model-choices")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Open", id="model-open", variant="primary")
+                yield Button("Cancel", id="model-cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#model-input", Input).focus()
+
+    @on(Input.Submitted, "#model-input")
+    @on(Button.Pressed, "#model-open")
+    def _open(self) -> None:
+        value = self.query_one("#model-input", Input).value.strip()
+        if not value:
+            self.query_one("#model-error", Label).update(
+                Text("type a path, a repo id or pick an example", style="red")
+            )
+            return
+        self.dismiss(value)
+
+    @on(OptionList.OptionSelected, "#model-choices")
+    def _picked(self, event: OptionList.OptionSelected) -> None:
+        if event.option.id:
+            self.dismiss(event.option.id)
+
+    @on(Button.Pressed, "#model-cancel")
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+def hf_cached_repos(cache_dirs: Iterable[Path]) -> list[str]:
+    """Repo ids in the local Hugging Face cache that have a config.json (no network)."""
+    out = []
+    for base in cache_dirs:
+        try:
+            entries = sorted(base.glob("models--*"))
+        except OSError:
+            continue
+        for entry in entries:
+            if any(entry.glob("snapshots/*/config.json")):
+                out.append(entry.name[len("models--") :].replace("--", "/", 1))
+    return out
+
+
+class GpuScreen(ModalScreen["GpuChoice | None"]):
+    """Pick which GPUs to use (CUDA_VISIBLE_DEVICES), or a planning preset."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, gpu: GpuFacts, real: GpuFacts | None, visible: str | None) -> None:
+        super().__init__()
+        self.gpu = gpu
+        self.real = real  # the NVML facts, when there is a GPU
+        self.visible_devices = visible
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="gpus", classes="dialog"):
+            yield Static(Text("GPUs", style="bold"), classes="dialog-title")
+            if self.real is not None and self.real.mode is GpuMode.NVML:
+                yield Static(Text("Use these GPUs (sets CUDA_VISIBLE_DEVICES):", style="dim"))
+                chosen = {
+                    int(x) for x in (self.visible_devices or "").split(",") if x.strip().isdigit()
+                }
+                yield SelectionList[int](
+                    *[
+                        (
+                            f"{d.index}  {d.name} ({d.arch})",
+                            d.index,
+                            not chosen or d.index in chosen,
+                        )
+                        for d in self.real.devices
+                    ],
+                    id="gpu-select",
+                )
+            yield Static(Text("…or plan for a machine you do not have:", style="dim"))
+            current = (
+                (self.gpu.preset or "H100x8").split("x")[0]
+                if self.gpu.mode is GpuMode.PLANNING
+                else Select.NULL
+            )
+            yield Select(
+                [
+                    (f"{p.key}  ({p.name}, sm{p.capability[0]}{p.capability[1]})", p.key)
+                    for p in PRESETS
+                ],
+                value=current,
+                prompt="planning preset",
+                id="gpu-preset",
+            )
+            count = (
+                (self.gpu.preset or "x8").split("x")[-1]
+                if self.gpu.mode is GpuMode.PLANNING
+                else "8"
+            )
+            yield Input(value=count, placeholder="how many", id="gpu-count", type="integer")
+            yield Label("", id="gpu-error")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Apply", id="gpu-apply", variant="primary")
+                yield Button("Cancel", id="gpu-cancel")
+
+    @on(Button.Pressed, "#gpu-apply")
+    def _apply(self) -> None:
+        preset = self.query_one("#gpu-preset", Select).value
+        if preset is not Select.NULL and (
+            self.real is None or self.real.mode is not GpuMode.NVML or self._preset_changed()
+        ):
+            count = self.query_one("#gpu-count", Input).value.strip() or "1"
+            if not count.isdigit() or not 1 <= int(count) <= 64:
+                self.query_one("#gpu-error", Label).update(
+                    Text("the count must be 1 to 64", style="red")
+                )
+                return
+            self.dismiss(GpuChoice(preset=f"{preset}x{count}"))
+            return
+        try:
+            sel = self.query_one("#gpu-select", SelectionList)
+        except Exception:
+            self.dismiss(None)
+            return
+        chosen = sorted(sel.selected)
+        if not chosen:
+            self.query_one("#gpu-error", Label).update(Text("choose at least one GPU", style="red"))
+            return
+        self.dismiss(GpuChoice(visible=",".join(str(i) for i in chosen)))
+
+    def _preset_changed(self) -> bool:
+        return (
+            self.query_one("#gpu-preset", Select).value is not Select.NULL
+            and self.gpu.mode is GpuMode.PLANNING
+        )
+
+    @on(Button.Pressed, "#gpu-cancel")
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class GpuChoice:
+    def __init__(self, *, preset: str | None = None, visible: str | None = None) -> None:
+        self.preset = preset
+        self.visible = visible
+
+
+class ResolvedScreen(ModalScreen[None]):
+    """Every field sglang will change: you asked → sglang will use."""
+
+    BINDINGS = [Binding("escape", "close", "Close")]
+
+    def __init__(self, changes: dict[str, tuple[object, object]], source: str) -> None:
+        super().__init__()
+        self.changes = changes
+        self.source = source
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="resolved", classes="dialog"):
+            yield Static(
+                Text.assemble(("What sglang will change  ", "bold"), (self.source, "dim")),
+                classes="dialog-title",
+            )
+            table: DataTable[str] = DataTable(id="resolved-table", cursor_type="row")
+            yield table
+            yield Button("Close (esc)", id="resolved-close")
+
+    def on_mount(self) -> None:
+        table = self.query_one("#resolved-table", DataTable)
+        table.add_columns("field", "you asked", "sglang will use")
+        for field, (asked, value) in sorted(self.changes.items()):
+            table.add_row(field, "(unset)" if asked is None else str(asked), str(value))
+        if not self.changes:
+            table.add_row("—", "nothing changes", "—")
+        table.focus()
+
+    @on(Button.Pressed, "#resolved-close")
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    BINDINGS = [Binding("escape", "no", "No"), Binding("y", "yes", "Yes")]
+
+    def __init__(self, title: str, body: str, yes: str = "Yes", no: str = "Cancel") -> None:
+        super().__init__()
+        self.title_text = title
+        self.body = body
+        self.yes = yes
+        self.no = no
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="confirm", classes="dialog"):
+            yield Static(Text(self.title_text, style="bold"), classes="dialog-title")
+            yield Static(self.body)
+            with Horizontal(classes="dialog-buttons"):
+                yield Button(self.yes, id="confirm-yes", variant="warning")
+                yield Button(self.no, id="confirm-no")
+
+    def on_mount(self) -> None:
+        self.query_one("#confirm-no", Button).focus()
+
+    @on(Button.Pressed, "#confirm-yes")
+    def action_yes(self) -> None:
+        self.dismiss(True)
+
+    @on(Button.Pressed, "#confirm-no")
+    def action_no(self) -> None:
+        self.dismiss(False)

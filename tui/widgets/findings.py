@@ -1,0 +1,113 @@
+"""The findings list: errors, warnings and sglang's silent overrides, plus the verdict status."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.text import Text
+from sglaunch.validators.findings import Finding, Severity
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
+
+MARKS = {
+    Severity.ERROR: ("✗", "bold red"),
+    Severity.WARNING: ("!", "bold yellow"),
+    Severity.OVERRIDE: ("→", "cyan"),
+    Severity.INFO: ("·", "dim"),
+}
+
+
+def finding_text(f: Finding) -> Text:
+    mark, style = MARKS[f.severity]
+    text = Text.assemble((mark + " ", style), (f.code, "bold"), "\n  ", f.message)
+    if f.source != "builtin":
+        text.append("  ✓ sglang", style="green dim")
+    return text
+
+
+class FindingsPanel(Vertical):
+    BINDINGS = [
+        Binding("g", "jump", "Go to flag"),
+        Binding("f", "quick_fix", "Apply fix"),
+    ]
+
+    class OpenCard(Message):
+        def __init__(self, finding: Finding) -> None:
+            super().__init__()
+            self.finding = finding
+
+    class JumpTo(Message):
+        def __init__(self, dest: str) -> None:
+            super().__init__()
+            self.dest = dest
+
+    class QuickFix(Message):
+        def __init__(self, finding: Finding) -> None:
+            super().__init__()
+            self.finding = finding
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.findings: list[Finding] = []
+
+    def compose(self) -> ComposeResult:
+        yield OptionList(id="finding-list")
+        yield Static("", id="verdict")
+
+    def show(self, findings: Sequence[Finding]) -> None:
+        self.findings = list(findings)
+        ol = self.query_one("#finding-list", OptionList)
+        keep = ol.highlighted
+        ol.clear_options()
+        if not self.findings:
+            ol.add_option(
+                Option(
+                    Text(
+                        "✓ no findings: sglang will accept this launch as far as the rules know",
+                        style="green",
+                    ),
+                    disabled=True,
+                )
+            )
+        else:
+            ol.add_options(
+                [Option(finding_text(f), id=f"finding-{i}") for i, f in enumerate(self.findings)]
+            )
+            if keep is not None and keep < len(self.findings):
+                ol.highlighted = keep
+        errors = sum(1 for f in self.findings if f.severity is Severity.ERROR)
+        self.border_title = (
+            f"findings ({errors} error{'s' if errors != 1 else ''})" if errors else "findings"
+        )
+        self.set_class(errors > 0, "-errors")
+
+    def set_verdict(self, text: Text) -> None:
+        self.query_one("#verdict", Static).update(text)
+
+    def _current(self) -> Finding | None:
+        ol = self.query_one("#finding-list", OptionList)
+        if ol.highlighted is None or not self.findings or ol.highlighted >= len(self.findings):
+            return None
+        return self.findings[ol.highlighted]
+
+    @on(OptionList.OptionSelected, "#finding-list")
+    def _selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        f = self._current()
+        if f is not None:
+            self.post_message(self.OpenCard(f))
+
+    def action_jump(self) -> None:
+        f = self._current()
+        if f is not None and f.flags:
+            self.post_message(self.JumpTo(f.flags[0]))
+
+    def action_quick_fix(self) -> None:
+        f = self._current()
+        if f is not None and f.fixes:
+            self.post_message(self.QuickFix(f))

@@ -1,0 +1,410 @@
+"""Every sglang flag in one table, searchable, with the right control for the focused flag.
+
+The table is one DataTable (hundreds of rows render instantly); only the
+focused flag gets live controls in the detail pane beneath it: a switch for
+on/off flags, a select for choices, a validated input for numbers and text,
+a list input for flags that take several values, and a reset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.widgets import Button, DataTable, Input, Label, Select, Static, Switch
+
+from sglaunch.flags.schema import FlagSchema, FlagSpec
+from sglaunch.session import FlagValueError, display_value, parse_value
+from tui.groups import Group, build_groups
+
+UNSET = "(sglang decides)"
+
+
+def _type_words(spec: FlagSpec) -> str:
+    if spec.is_bool:
+        return "on/off"
+    if spec.choices:
+        return "choice"
+    words = {
+        "int": "integer",
+        "float": "number",
+        "human_int": "integer (32k, 4Ki)",
+        "json": "JSON",
+        "json_list": "JSON list",
+        "json_object": "JSON object",
+    }.get(spec.type, "text")
+    if spec.is_list:
+        return f"list of {words} (space-separated)"
+    return words
+
+
+def _default_text(spec: FlagSpec) -> str:
+    if spec.default is None:
+        return "—"
+    if spec.is_bool:
+        return "on" if spec.default else "off"
+    return display_value(spec.default)
+
+
+class FlagEditor(Vertical):
+    """The searchable flag table and the focused flag's controls."""
+
+    BINDINGS = [
+        Binding("space", "toggle", "Toggle", show=False),
+        Binding("delete,backspace", "reset", "Reset flag", show=False),
+    ]
+
+    class Edited(Message):
+        """The user set (value) or reset (value is None) a flag."""
+
+        def __init__(self, dest: str, value: Any) -> None:
+            super().__init__()
+            self.dest = dest
+            self.value = value
+
+    class Highlighted(Message):
+        def __init__(self, dest: str) -> None:
+            super().__init__()
+            self.dest = dest
+
+    def __init__(self, schema: FlagSchema, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.schema = schema
+        self.groups: list[Group] = build_groups(schema)
+        self.values: Mapping[str, Any] = {}
+        self.flagged: set[str] = set()  # flags named by an error
+        self.query_text = ""
+        self.current: str | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Input(placeholder="Search flags by name or help  ( / )", id="flag-search")
+        table: DataTable[Text] = DataTable(id="flag-table", cursor_type="row", zebra_stripes=False)
+        yield table
+        yield FlagDetail(id="flag-detail")
+
+    def on_mount(self) -> None:
+        table = self.query_one("#flag-table", DataTable)
+        # fixed widths: a few flag names are 60+ characters and would push the
+        # value column off screen
+        table.add_column(" ", key="mark", width=1)
+        table.add_column("flag", key="flag", width=32)
+        table.add_column("value", key="value", width=14)
+        table.add_column("default", key="default", width=10)
+        self.rebuild()
+
+    # --- table ------------------------------------------------------------------
+
+    def matching(self) -> list[tuple[Group, list[FlagSpec]]]:
+        words = [w.lower() for w in self.query_text.split() if w]
+        out = []
+        for g in self.groups:
+            specs = [s for s in g.flags if not words or all(w in _haystack(s) for w in words)]
+            if specs:
+                out.append((g, specs))
+        return out
+
+    def rebuild(self) -> None:
+        table = self.query_one("#flag-table", DataTable)
+        keep = self.current
+        table.clear()
+        for group, specs in self.matching():
+            table.add_row(
+                Text(""),
+                Text(group.title, style="bold underline"),
+                Text(""),
+                Text(""),
+                key=f"group:{group.title}",
+            )
+            for spec in specs:
+                table.add_row(*self._cells(spec), key=spec.dest)
+        if keep is not None and keep in self._row_keys():
+            self.select(keep, focus=False)
+        elif table.row_count:
+            first = next((k for k in self._row_keys() if not k.startswith("group:")), None)
+            if first:
+                self.select(first, focus=False)
+
+    def _row_keys(self) -> list[str]:
+        table = self.query_one("#flag-table", DataTable)
+        return [str(r.key.value) for r in table.ordered_rows]
+
+    def _cells(self, spec: FlagSpec) -> tuple[Text, Text, Text, Text]:
+        changed = spec.dest in self.values
+        mark = Text("●", style="bold yellow") if changed else Text(" ")
+        if spec.dest in self.flagged:
+            mark = Text("✗", style="bold red")
+        name = Text(spec.name, style="bold" if changed else "")
+        if spec.deprecated:
+            name.append(" (deprecated)", style="dim")
+        value = (
+            Text(display_value(self.values[spec.dest]), style="bold yellow")
+            if changed
+            else Text("")
+        )
+        return mark, name, value, Text(_default_text(spec), style="dim")
+
+    def refresh_values(self, values: Mapping[str, Any], flagged: set[str] | None = None) -> None:
+        """New flag values (and error marks): update the visible cells in place."""
+        old_values, old_flagged = self.values, self.flagged
+        self.values = dict(values)
+        self.flagged = set(flagged or ())
+        table = self.query_one("#flag-table", DataTable)
+        touched = {
+            d for d in set(old_values) | set(self.values) if old_values.get(d) != self.values.get(d)
+        }
+        touched |= old_flagged ^ self.flagged
+        keys = set(self._row_keys())
+        for dest in touched:
+            spec = self.schema.get(dest)
+            if spec is None or dest not in keys:
+                continue
+            mark, name, value, _ = self._cells(spec)
+            table.update_cell(dest, "mark", mark)
+            table.update_cell(dest, "flag", name)
+            table.update_cell(dest, "value", value)
+        if self.current is not None and self.current in touched:
+            self.show_detail(self.current)
+
+    def select(self, dest: str, *, focus: bool = True) -> bool:
+        """Move the cursor to a flag (clearing the search if it hides it)."""
+        if dest not in self._row_keys():
+            if self.schema.get(dest) is None:
+                return False
+            self.query_one("#flag-search", Input).value = ""
+            self.query_text = ""
+            self.rebuild()
+        table = self.query_one("#flag-table", DataTable)
+        try:
+            index = table.get_row_index(dest)
+        except Exception:
+            return False
+        table.move_cursor(row=index)
+        self.current = dest
+        self.show_detail(dest)
+        if focus:
+            table.focus()
+        return True
+
+    def show_detail(self, dest: str) -> None:
+        spec = self.schema.get(dest)
+        if spec is not None:
+            self.query_one(FlagDetail).show(spec, self.values.get(dest), dest in self.values)
+
+    @on(Input.Changed, "#flag-search")
+    def _search(self, event: Input.Changed) -> None:
+        event.stop()
+        self.query_text = event.value
+        self.rebuild()
+
+    @on(Input.Submitted, "#flag-search")
+    def _search_done(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.query_one("#flag-table", DataTable).focus()
+
+    @on(DataTable.RowHighlighted, "#flag-table")
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        event.stop()
+        key = str(event.row_key.value)
+        if key.startswith("group:"):
+            return
+        self.current = key
+        self.show_detail(key)
+        self.post_message(self.Highlighted(key))
+
+    @on(DataTable.RowSelected, "#flag-table")
+    def _selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        key = str(event.row_key.value)
+        if key.startswith("group:"):
+            return
+        spec = self.schema.get(key)
+        if spec is not None and spec.is_bool:
+            self.action_toggle()
+        else:
+            self.query_one(FlagDetail).focus_control()
+
+    def action_toggle(self) -> None:
+        if self.current is None:
+            return
+        spec = self.schema.get(self.current)
+        if spec is None:
+            return
+        if spec.is_bool:
+            on_now = bool(self.values.get(spec.dest, spec.default))
+            self.post_message(self.Edited(spec.dest, not on_now))
+        else:
+            self.query_one(FlagDetail).focus_control()
+
+    def action_reset(self) -> None:
+        if self.current is not None and self.current in self.values:
+            self.post_message(self.Edited(self.current, None))
+
+    def focus_search(self) -> None:
+        search = self.query_one("#flag-search", Input)
+        search.focus()
+        # typing replaces the last query, as in a browser's find bar
+        search.select_all()
+
+
+def _haystack(spec: FlagSpec) -> str:
+    return " ".join((*spec.options, spec.dest, spec.section, spec.help)).lower()
+
+
+class FlagDetail(Vertical):
+    """The focused flag: what it is, its default, its help, and the control to change it."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.spec: FlagSpec | None = None
+        # the live control; old ones are still being removed when new ones mount,
+        # so controls carry a class, not an id, and events are matched by identity
+        self.control: Switch | Select[Any] | Input | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="flag-title")
+        yield Static("", id="flag-help")
+        yield Horizontal(id="flag-control")
+        yield Label("", id="flag-error")
+
+    def show(self, spec: FlagSpec, value: Any, is_set: bool) -> None:
+        same = self.spec is not None and self.spec.dest == spec.dest
+        self.spec = spec
+        title = Text.assemble(
+            (spec.name, "bold"),
+            ("  " + " ".join(spec.options[1:]), "dim") if len(spec.options) > 1 else "",
+            (f"   {_type_words(spec)} · default {_default_text(spec)}", "dim"),
+        )
+        if spec.deprecated and spec.new_flag:
+            title.append(f" · deprecated: use {spec.new_flag}", style="yellow")
+        self.query_one("#flag-title", Static).update(title)
+        help_text = (
+            spec.help
+            or "sglang's help text appears here when sglaunch can read it from your sglang installation."
+        )
+        self.query_one("#flag-help", Static).update(
+            Text(help_text, style="" if spec.help else "dim italic")
+        )
+        if same and self._control_matches(value, is_set):
+            return
+        self.query_one("#flag-error", Label).display = False
+        box = self.query_one("#flag-control", Horizontal)
+        box.remove_children()
+        widgets = self._controls(spec, value, is_set)
+        self.control = widgets[0]
+        box.mount_all(widgets)
+
+    def _control_matches(self, value: Any, is_set: bool) -> bool:
+        """Keep the live control (and the cursor in it) when it already shows this value."""
+        ctrl = self.control
+        if ctrl is None:
+            return False
+        if isinstance(ctrl, Input):
+            if not is_set:
+                return ctrl.value == ""
+            try:
+                return self.spec is not None and parse_value(self.spec, ctrl.value) == value
+            except FlagValueError:
+                return False
+        if isinstance(ctrl, Switch):
+            return ctrl.value == bool(
+                value if is_set else (self.spec.default if self.spec else False)
+            )
+        if isinstance(ctrl, Select):
+            return ctrl.value == (value if is_set else Select.NULL)
+        return False
+
+    def _controls(self, spec: FlagSpec, value: Any, is_set: bool) -> list:  # type: ignore[type-arg]
+        widgets: list = []  # type: ignore[type-arg]
+        if spec.is_bool:
+            current = bool(value) if is_set else bool(spec.default)
+            widgets.append(Switch(value=current, classes="flag-value", animate=False))
+        elif spec.choices:
+            options = [(str(c), c) for c in spec.choices]
+            widgets.append(
+                Select(
+                    options,
+                    value=value if is_set else Select.NULL,
+                    prompt=UNSET,
+                    classes="flag-value",
+                    allow_blank=True,
+                    compact=True,
+                )
+            )
+        else:
+            hint = (
+                "space-separated values"
+                if spec.is_list
+                else f"{_type_words(spec)}; empty = sglang decides"
+            )
+            widgets.append(
+                Input(
+                    value=display_value(value) if is_set else "",
+                    placeholder=hint,
+                    classes="flag-value",
+                    compact=True,
+                )
+            )
+        widgets.append(
+            Button(
+                "Reset", classes="flag-reset", variant="default", disabled=not is_set, compact=True
+            )
+        )
+        return widgets
+
+    def focus_control(self) -> None:
+        if self.control is not None:
+            self.control.focus()
+
+    def _emit(self, value: Any) -> None:
+        if self.spec is not None:
+            self.post_message(FlagEditor.Edited(self.spec.dest, value))
+
+    @on(Switch.Changed)
+    def _switch(self, event: Switch.Changed) -> None:
+        event.stop()
+        if event.switch is self.control:
+            self._emit(event.value)
+
+    @on(Select.Changed)
+    def _select(self, event: Select.Changed) -> None:
+        event.stop()
+        if event.select is self.control:
+            self._emit(None if event.value is Select.NULL else event.value)
+
+    @on(Input.Changed)
+    def _typed(self, event: Input.Changed) -> None:
+        event.stop()
+        if self.spec is None or event.input is not self.control:
+            return
+        err = self.query_one("#flag-error", Label)
+        err.display = False
+        if not event.value.strip():
+            self._emit(None)
+            return
+        try:
+            value = parse_value(self.spec, event.value)
+        except FlagValueError as exc:
+            # shown, not applied: sglang's parser would stop here
+            err.update(Text(str(exc), style="red"))
+            err.display = True
+            return
+        self._emit(value)
+
+    @on(Input.Submitted)
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if event.input is not self.control:
+            return
+        table = self.screen.query_one("#flag-table", DataTable)
+        table.focus()
+
+    @on(Button.Pressed, ".flag-reset")
+    def _reset(self, event: Button.Pressed) -> None:
+        event.stop()
+        self._emit(None)
