@@ -176,9 +176,19 @@ def result_json(
     model = result.model
     changed = None
     resolved = None
-    if result.oracle is not None and result.oracle.resolved is not None:
-        resolved = result.oracle.resolved
-        changed = {k: [v[0], v[1]] for k, v in result.changed.items()}
+    oracle_error = None
+    if result.oracle is not None:
+        if result.oracle.resolved is not None:
+            resolved = result.oracle.resolved
+            changed = {k: [v[0], v[1]] for k, v in result.changed.items()}
+        err = getattr(result.oracle, "error", None)
+        if err is not None:
+            oracle_error = {
+                "type": err.type,
+                "message": err.message,
+                "where": err.where,
+                "traceback": err.traceback,
+            }
     return {
         "ok": result.ok and not result.has_parse_errors,
         "sglang_version": sglang_version,
@@ -223,6 +233,7 @@ def result_json(
         "findings": findings_json(result.findings, schema),
         "resolved": resolved,
         "changed": changed,
+        "sglang_error": oracle_error,
         "argv": list(argv),
         "flags": result.flags,
         "normalized_argv": to_argv(result.flags, schema),

@@ -15,9 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from rich.text import Text
-from sglaunch.validators.cards import generic_card, get_card, match_card
-from sglaunch.validators.facts import GpuFacts, GpuMode, ModelFacts
-from sglaunch.validators.findings import Finding, Fix, Severity
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
@@ -33,6 +30,9 @@ from sglaunch.facts.presets import parse_gpu_spec
 from sglaunch.flags.launchline import LaunchLine
 from sglaunch.flags.schema import FlagSchema
 from sglaunch.session import LaunchSession
+from sglaunch.validators.cards import generic_card, get_card, match_card
+from sglaunch.validators.facts import GpuFacts, GpuMode, ModelFacts
+from sglaunch.validators.findings import Finding, Fix, Severity
 from tui.collaborators import Collaborators
 from tui.screens.card import CardScreen
 from tui.screens.dialogs import (
@@ -80,6 +80,12 @@ class OracleReady(Message):
         self.version = version
 
 
+class SchemaLoaded(Message):
+    def __init__(self, schema: FlagSchema) -> None:
+        super().__init__()
+        self.schema = schema
+
+
 class OracleVerdict(Message):
     def __init__(
         self, revision: int, answer: Any, findings: list[Finding], error: str | None = None
@@ -100,6 +106,7 @@ class OracleState:
     answer: Any = None
     findings: tuple[Finding, ...] = ()
     asked: int = -1  # the revision last sent
+    fault_revision: int = -1  # the revision whose request got no verdict (fault)
 
 
 class MainScreen(Screen[None]):
@@ -202,6 +209,8 @@ class SglaunchApp(App[int]):
             self.load_model(self.initial_model)
         if self.c.oracle is not None:
             self.start_oracle()
+        if self.c.schema_loader is not None:
+            self.load_schema()
         self.refresh_views()
 
     def on_unmount(self) -> None:
@@ -231,6 +240,16 @@ class SglaunchApp(App[int]):
             return
         self.post_message(ModelLoaded(source, facts, started))
 
+    @work(thread=True, exclusive=True, group="schema")
+    def load_schema(self) -> None:
+        assert self.c.schema_loader is not None
+        try:
+            schema = self.c.schema_loader()
+        except Exception:
+            return  # the bundled schema stays; only help text is missing
+        if schema is not None and schema.help_included:
+            self.post_message(SchemaLoaded(schema))
+
     @work(thread=True, exclusive=True, group="oracle-start")
     def start_oracle(self) -> None:
         assert self.c.oracle is not None
@@ -249,9 +268,9 @@ class SglaunchApp(App[int]):
         assert self.c.oracle is not None
         try:
             answer = self.c.oracle.resolve(argv, env, gpu)
-            failure = getattr(answer, "failure", None)
-            if failure:
-                self.post_message(OracleVerdict(revision, answer, [], error=str(failure)))
+            fault = getattr(answer, "fault", "")
+            if fault:
+                self.post_message(OracleVerdict(revision, answer, [], error=str(fault)))
                 return
             found = self.c.oracle_findings(answer) if self.c.oracle_findings else []
             self.post_message(OracleVerdict(revision, answer, found))
@@ -284,6 +303,13 @@ class SglaunchApp(App[int]):
         self.model_error = message.message
         self.screen_query(ModelPanel).show_error(message.source, message.message)
         self.notify(message.message, title="Model not loaded", severity="error", timeout=8)
+
+    @on(SchemaLoaded)
+    def _schema_loaded(self, message: SchemaLoaded) -> None:
+        # same flags, now with sglang's help text: search covers it too
+        self.schema = message.schema
+        self.session.schema = message.schema
+        self.screen_query(FlagEditor).set_schema(message.schema)
 
     @on(OracleReady)
     def _oracle_ready(self, message: OracleReady) -> None:
@@ -486,7 +512,7 @@ class SglaunchApp(App[int]):
         o = self.oracle
         if o.phase == "starting":
             text = Text("⋯ starting sglang's own check (built-in rules are live)", style="dim")
-        elif o.phase == "unavailable":
+        elif o.phase == "unavailable" or o.fault_revision == self.session.revision:
             text = Text(
                 f"sglang check unavailable: {o.reason} — built-in rules only", style="yellow"
             )

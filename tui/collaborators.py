@@ -48,5 +48,7 @@ class Collaborators:
     oracle_findings: Callable[[Any], list[Finding]] | None = None
     # the runtime: builds a server launch from (command argv, env, run name)
     server_factory: Callable[..., Any] | None = None
+    # the installed sglang's own flag schema (with help text), read off the event loop
+    schema_loader: Callable[[], Any] | None = None
     profile_dir: Path | None = None
     hf_cache_dirs: Sequence[Path] = field(default_factory=tuple)

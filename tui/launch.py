@@ -29,9 +29,11 @@ def run_tui(
     try:
         from sglaunch.oracle.client import Oracle
         from sglaunch.oracle.findings import oracle_findings
+        from sglaunch.oracle.schema_cache import load_flag_schema
 
         collab.oracle = Oracle(python=sglang_python)
         collab.oracle_findings = oracle_findings
+        collab.schema_loader = lambda: load_flag_schema(sglang_python).schema
     except ImportError:
         pass
     try:

@@ -130,7 +130,16 @@ class GpuFacts:
 
     @property
     def is_hopper(self) -> bool:
+        return self.is_sm90
+
+    @property
+    def is_sm90(self) -> bool:
+        # srt/utils/common.py: is_sm90 needs CUDA >= 12.3
         return self.has_major((9,), (12, 3))
+
+    @property
+    def is_sm120(self) -> bool:
+        return self.has_major((12,), (12, 8))
 
     def describe(self) -> str:
         if not self.devices:
@@ -180,6 +189,10 @@ class ModelFacts:
     dtype: str | None = None
     quantization: str | None = None
     is_multimodal: bool = False
+    # MLA (DeepSeek-style latent attention): KV heads mean something else there
+    is_mla: bool = False
+    # sglang 0.5.23 has a native model class for config.architectures[0]
+    sglang_native: bool | None = None
     # MiniCPM SALA (sglang's MiniCPMHybridConfig, model_type "minicpm_sala")
     mixer_types: tuple[str, ...] | None = None
     has_minicpm_sparse_attention: bool = False

@@ -4,7 +4,25 @@ Like ruff's and pylint's registries: importing a module registers its rules
 (`@rule`) and cards (`card(...)`); order here is the order rules run in.
 """
 
-from sglaunch.validators.rules.general import flags
+from sglaunch.validators import runtime_cards
+from sglaunch.validators.rules.general import (
+    backends,
+    flags,
+    memory,
+    model_config,
+    parallel,
+    serving,
+)
 from sglaunch.validators.rules.models import minicpm, minicpmv
 
-MODULES = (flags, minicpm, minicpmv)
+MODULES = (
+    flags,
+    model_config,
+    parallel,
+    memory,
+    backends,
+    serving,
+    minicpm,
+    minicpmv,
+    runtime_cards,
+)

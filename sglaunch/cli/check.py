@@ -18,6 +18,7 @@ from sglaunch.errors import UserError
 from sglaunch.exitcodes import ExitCode
 from sglaunch.flags.launchline import parse_launch_line
 from sglaunch.flags.schema import FlagSchema, bundled_schema
+from sglaunch.validators.findings import sort_findings
 
 INHERITED_ENV_PREFIXES = ("SGLANG_", "SGL_")
 
@@ -128,7 +129,7 @@ def check_command(
 
     out = out or sys.stdout
     err = err or sys.stderr
-    schema = bundled_schema()
+    schema = _schema(use_oracle, sglang_python)
     sglang_argv, line_env = split_launch(sglang_tokens)
     env = {**inherited_env(os.environ), **line_env, **parse_env_pairs(env_pairs)}
 
@@ -177,6 +178,17 @@ def check_command(
     return int(exit_code(result))
 
 
+def _schema(use_oracle: bool, sglang_python: str | None) -> FlagSchema:
+    """The installed sglang's own flags (cached per interpreter) when it can be asked, else the bundled facts."""
+    if not use_oracle:
+        return bundled_schema()
+    try:
+        from sglaunch.oracle.schema_cache import load_flag_schema
+    except ImportError:  # pragma: no cover - the oracle ships with sglaunch
+        return bundled_schema()
+    return load_flag_schema(sglang_python).schema
+
+
 def exit_code(result: CheckResult) -> ExitCode:
     if result.has_parse_errors:
         return ExitCode.USAGE
@@ -207,12 +219,15 @@ def _ask_oracle(
         answer = oracle.resolve(argv, env, result.gpu)
     finally:
         oracle.close()
-    if answer.failure:
-        result.oracle_status = f"unavailable: {answer.failure}"
+    found = oracle_findings(answer)
+    if answer.fault:
+        # no verdict from sglang: say why, keep the built-in one (plus a warning)
+        result.findings = sort_findings([*result.findings, *found])
+        result.oracle_status = f"unavailable: {answer.fault}"
         return result, answer.sglang_version
-    merged = merge_oracle(result, answer, oracle_findings(answer))
+    merged = merge_oracle(result, answer, found)
     verdict = "accepted" if answer.ok else "rejected"
-    merged.oracle_status = f"{verdict} by sglang {answer.sglang_version or SGLANG_VERSION}"
+    merged.oracle_status = f"{verdict} by sglang {answer.sglang_version or SGLANG_VERSION} ({answer.elapsed_s * 1000:.0f} ms)"
     return merged, answer.sglang_version
 
 

@@ -50,6 +50,11 @@ def format_finding(
     f: Finding, schema: FlagSchema | None, paint: Painter, *, verbose: bool = True
 ) -> str:
     label, color = _MARK[f.severity]
+    if f.severity is Severity.OVERRIDE:
+        # silent changes are many and self-explanatory: one line each
+        tag = "" if f.code == "sglang-override" else paint.dim(f"  [{f.code}]")
+        confirmed = paint.dim(" ✓ sglang") if f.source != "builtin" and tag else ""
+        return f"{paint(label, color)} {f.message}{tag}{confirmed}"
     lines = [f"{paint(label, color)} {paint.bold(f.code)}  {f.message}"]
     pad = " " * 11
     if f.flags and schema is not None:
@@ -61,8 +66,8 @@ def format_finding(
     if verbose:
         for i, fix in enumerate(f.fixes):
             change = _fix_text(fix, schema)
-            tag = " [--fix]" if i == 0 else ""
-            lines.append(pad + f"fix: {fix.label}" + paint.dim(f" ({change}){tag}"))
+            shown = "" if change in fix.label else f" ({change})"
+            lines.append(pad + f"fix: {fix.label}" + paint.dim(shown))
     return "\n".join(lines)
 
 

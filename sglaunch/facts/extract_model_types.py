@@ -29,6 +29,36 @@ def _prepare() -> None:
     module.prepare()
 
 
+def _entry_classes(models_dir: str) -> list[str]:
+    """Architectures sglang implements natively: the `EntryClass` names in srt/models/*.py.
+
+    Read from the source (ast), not by importing 200 model modules.
+    """
+    import ast
+
+    names: set[str] = set()
+    for fname in sorted(os.listdir(models_dir)):
+        if not fname.endswith(".py"):
+            continue
+        with open(os.path.join(models_dir, fname), encoding="utf-8") as fh:
+            try:
+                tree = ast.parse(fh.read())
+            except SyntaxError:
+                continue
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "EntryClass" for t in node.targets
+            ):
+                value = node.value
+                items = value.elts if isinstance(value, ast.List | ast.Tuple) else [value]
+                for item in items:
+                    if isinstance(item, ast.Name):
+                        names.add(item.id)
+                    elif isinstance(item, ast.Attribute):
+                        names.add(item.attr)
+    return sorted(names)
+
+
 def extract() -> dict[str, object]:
     _prepare()
     import logging
@@ -39,8 +69,10 @@ def extract() -> dict[str, object]:
     from sglang.srt.utils.hf_transformers.common import _CONFIG_REGISTRY
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
+    models_dir = os.path.join(os.path.dirname(sglang.__file__), "srt", "models")
     return {
         "sglang_version": getattr(sglang, "__version__", ""),
+        "sglang_architectures": _entry_classes(models_dir),
         "transformers_version": transformers.__version__,
         "transformers_model_types": sorted(CONFIG_MAPPING_NAMES),
         "sglang_model_types": sorted(_CONFIG_REGISTRY),

@@ -76,6 +76,11 @@ def _model_types_data() -> dict[str, Any]:
     return json.loads(text)
 
 
+def sglang_architectures() -> frozenset[str]:
+    """Architectures sglang 0.5.23 implements natively (its EntryClass names)."""
+    return frozenset(_model_types_data().get("sglang_architectures", ()))
+
+
 def known_model_types() -> tuple[frozenset[str], frozenset[str]]:
     """(types sglang's transformers knows, types sglang registers itself), bundled facts."""
     data = _model_types_data()
@@ -344,6 +349,8 @@ def facts_from_config(
         if isinstance(quant, Mapping) and quant.get("quant_method")
         else None,
         is_multimodal=tcfg is not config,
+        is_mla=tcfg.get("kv_lora_rank") is not None,
+        sglang_native=(str((config.get("architectures") or [""])[0]) in sglang_architectures()),
         has_auto_map=has_auto_map,
         transformers_knows_type=known_tf,
         needs_remote_code=bool(has_auto_map and not known),

@@ -63,7 +63,8 @@ def _error_finding(answer: OracleAnswer) -> Finding:
         message=message,
         source=source,
         ref=err.where,
-        detail=err.traceback,
+        # the traceback stays in the answer (check --json); one line here
+        detail=f"sglang raised {err.type}" + (f" at {err.where}" if err.where else "") + ".",
     )
 
 

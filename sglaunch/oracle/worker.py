@@ -380,6 +380,11 @@ def resolve(request: dict[str, Any]) -> dict[str, Any]:
             stage = "resolve"
             server_args.resolve_once()
             lap("resolve_s")
+            # the launcher runs these right after resolution, before any
+            # process starts (srt/entrypoints/engine.py:1165): part of the verdict
+            stage = "check"
+            server_args.check_server_args()
+            lap("check_s")
             stage = "report"
             resolved = _jsonable(server_args.resolved_dict())
             out["resolved"] = resolved

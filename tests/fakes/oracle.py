@@ -10,14 +10,13 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from sglaunch.validators.engine import validate
-from sglaunch.validators.facts import GpuFacts
-from sglaunch.validators.findings import Finding, Override, Severity
-
 from sglaunch.checking import build_input
 from sglaunch.facts.model import load_model_facts
 from sglaunch.flags.argv import parse_argv
 from sglaunch.flags.schema import bundled_schema
+from sglaunch.validators.engine import validate
+from sglaunch.validators.facts import GpuFacts
+from sglaunch.validators.findings import Finding, Override, Severity
 
 
 @dataclass
@@ -28,13 +27,22 @@ class FakeStatus:
 
 
 @dataclass
+class FakeError:
+    type: str
+    message: str
+    where: str = "srt/arg_groups/model_overrides/minicpm.py:18"
+
+
+@dataclass
 class FakeAnswer:
+    """The shape of sglaunch.oracle.answer.OracleAnswer that the app reads."""
+
     ok: bool
     sglang_version: str | None
-    changed: dict[str, Any] | None
+    changed: dict[str, Any]
     resolved: dict[str, Any] | None
-    error_message: str | None = None
-    failure: str | None = None
+    error: FakeError | None = None
+    fault: str = ""
 
 
 @dataclass
@@ -65,9 +73,9 @@ class FakeOracle:
         return FakeAnswer(
             ok=not errors,
             sglang_version="0.5.23",
-            changed=None if errors else changed,
+            changed={} if errors else changed,
             resolved=None if errors else resolved,
-            error_message=errors[0].message if errors else None,
+            error=FakeError("ValueError", errors[0].message) if errors else None,
         )
 
     def close(self) -> None:
@@ -75,26 +83,27 @@ class FakeOracle:
 
 
 def fake_findings(answer: FakeAnswer) -> list[Finding]:
+    """Like sglaunch.oracle.findings.oracle_findings, for the fake answer."""
     out = []
-    if answer.error_message:
+    if answer.error is not None:
         out.append(
             Finding(
                 code="minicpm-dp-attention"
-                if "DP attention" in answer.error_message
+                if "DP attention" in answer.error.message
                 else "sglang-error",
                 severity=Severity.ERROR,
-                message=answer.error_message,
-                source="sglang:srt/arg_groups/model_overrides/minicpm.py:18",
+                message=answer.error.message,
+                source=f"sglang:{answer.error.where}",
             )
         )
-    for field_name, (asked, value) in (answer.changed or {}).items():
+    for field_name, (asked, value) in answer.changed.items():
         out.append(
             Finding(
                 code="sglang-override",
                 severity=Severity.OVERRIDE,
                 message=f"sglang will set {field_name}={value}",
                 flags=(field_name,),
-                source="sglang:srt/arg_groups/pipeline.py",
+                source="sglang",
                 override=Override(field_name, asked, value),
             )
         )

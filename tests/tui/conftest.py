@@ -23,6 +23,8 @@ def make_app(
     gpu_spec: str | None = None,
     argv: list[str] | None = None,
     debounce: float = 0.05,
+    schema_loader: Callable[[], object] | None = None,
+    server_factory: object | None = None,
 ) -> SglaunchApp:
     nvml = nvml or FakeNvml(
         [], init_error=NVMLError_LibraryNotFound("NVML Shared Library Not Found")
@@ -32,6 +34,8 @@ def make_app(
         model_loader=load_model_facts,
         oracle=oracle,
         oracle_findings=fake_findings if oracle is not None else None,
+        schema_loader=schema_loader,
+        server_factory=server_factory,
     )
     return SglaunchApp(
         schema=bundled_schema(),

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sglaunch.validators.findings import Severity
 from textual.widgets import DataTable, Input, OptionList, TextArea
 
+from sglaunch.validators.findings import Severity
 from tests.conftest import model_dir
 from tests.fakes.nvml import B200, H100, FakeNvml, gpu
 from tests.fakes.oracle import FakeOracle
@@ -308,3 +308,31 @@ def test_fake_models_exist() -> None:
         json.loads((model_dir("sala-sparse-lightning") / "config.json").read_text())["model_type"]
         == "minicpm_sala"
     )
+
+
+async def test_help_text_from_sglang_is_shown_and_searchable() -> None:
+    from dataclasses import replace
+
+    from sglaunch.flags.schema import FlagSchema, bundled_schema
+
+    base = bundled_schema()
+    flags = [
+        replace(f, help="Disable RadixAttention for prefix caching.")
+        if f.dest == "disable_radix_cache"
+        else f
+        for f in base.flags
+    ]
+    with_help = FlagSchema(flags=flags, sglang_version=base.sglang_version, help_included=True)
+    app = make_app(gpu_spec="H100x8", schema_loader=lambda: with_help)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(app, pilot)
+        await search(pilot, "prefix caching")
+        editor = app.screen_query(FlagEditor)
+        keys = [
+            str(r.key.value)
+            for r in editor.query_one(DataTable).ordered_rows
+            if not str(r.key.value).startswith("group:")
+        ]
+        assert keys == ["disable_radix_cache"]
+        await pilot.pause()
+        assert "Disable RadixAttention" in plain(app.screen.query_one("#flag-help"))

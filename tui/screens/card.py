@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from rich.text import Text
-from sglaunch.validators.cards import Card
-from sglaunch.validators.findings import Finding, Fix
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
+
+from sglaunch.validators.cards import Card
+from sglaunch.validators.findings import Finding, Fix
 
 
 class CardScreen(ModalScreen[Fix | None]):

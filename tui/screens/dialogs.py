@@ -7,7 +7,6 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from rich.text import Text
-from sglaunch.validators.facts import GpuFacts, GpuMode
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -31,6 +30,7 @@ from sglaunch.errors import UserError
 from sglaunch.examples import EXAMPLES
 from sglaunch.facts.presets import PRESETS
 from sglaunch.flags.launchline import LaunchLine, parse_launch_line
+from sglaunch.validators.facts import GpuFacts, GpuMode
 
 PASTE_HINT = (
     "python3 -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 \\\n"

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich.text import Text
-from sglaunch.validators.findings import Finding, Severity
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -13,6 +12,8 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
+
+from sglaunch.validators.findings import Finding, Severity
 
 MARKS = {
     Severity.ERROR: ("✗", "bold red"),

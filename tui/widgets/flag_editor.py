@@ -98,6 +98,14 @@ class FlagEditor(Vertical):
         table.add_column("default", key="default", width=10)
         self.rebuild()
 
+    def set_schema(self, schema: FlagSchema) -> None:
+        """Swap in another schema of the same sglang (e.g. one with help text)."""
+        self.schema = schema
+        self.groups = build_groups(schema)
+        self.rebuild()
+        if self.current is not None:
+            self.show_detail(self.current)
+
     # --- table ------------------------------------------------------------------
 
     def matching(self) -> list[tuple[Group, list[FlagSpec]]]:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from rich.console import Group as RichGroup
 from rich.table import Table
 from rich.text import Text
-from sglaunch.validators.facts import GIB, GpuFacts, GpuMode, ModelFacts
 from textual.widgets import Static
+
+from sglaunch.validators.facts import GIB, GpuFacts, GpuMode, ModelFacts
 
 
 def bar(fraction: float, width: int = 12) -> Text:

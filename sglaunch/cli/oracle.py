@@ -1,0 +1,94 @@
+"""`sglaunch oracle setup | status | schema`: sglang's own resolution, on this machine."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+
+from sglaunch.cli.args import Parser
+from sglaunch.errors import UserError
+
+
+def parser() -> Parser:
+    p = Parser(
+        prog="sglaunch oracle",
+        description=(
+            "sglang's own argument resolution, run as a GPU-free dry run. `setup` builds a CPU-only "
+            "sglang environment for machines without one; `status` starts the oracle and reports; "
+            "`schema` reads every flag (with help) from the sglang interpreter."
+        ),
+    )
+    sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
+    setup = sub.add_parser("setup", help="create the CPU-only sglang environment")
+    setup.add_argument("--dir", help="where to create it (default: sglaunch's data folder)")
+    setup.add_argument(
+        "--torch-index-url", help="index for torch only, e.g. https://download.pytorch.org/whl/cpu"
+    )
+    setup.add_argument("--force", action="store_true", help="reinstall even when it looks ready")
+    status = sub.add_parser("status", help="start the oracle and say whether it works")
+    status.add_argument("--sglang-python", metavar="PATH")
+    status.add_argument("--json", action="store_true")
+    schema = sub.add_parser(
+        "schema", help="read the flag schema from the sglang interpreter (cached)"
+    )
+    schema.add_argument("--sglang-python", metavar="PATH")
+    schema.add_argument("--refresh", action="store_true", help="read it again even when cached")
+    return p
+
+
+def run(argv: Sequence[str]) -> int:
+    args = parser().parse_args(list(argv))
+    if args.command == "setup":
+        from sglaunch.oracle import setup_env
+
+        forwarded: list[str] = []
+        if args.dir:
+            forwarded += ["--dir", args.dir]
+        if args.torch_index_url:
+            forwarded += ["--torch-index-url", args.torch_index_url]
+        if args.force:
+            forwarded.append("--force")
+        return setup_env.main(forwarded)
+    if args.command == "status":
+        from sglaunch.oracle.client import Oracle
+
+        with Oracle(python=args.sglang_python) as oracle:
+            st = oracle.status
+        if args.json:
+            print(
+                json.dumps(
+                    {
+                        "available": st.available,
+                        "reason": st.reason,
+                        "sglang_version": st.sglang_version,
+                        "python": st.python,
+                        "start_s": st.start_s,
+                    }
+                )
+            )
+        elif st.available:
+            print(
+                f"sglang check available: sglang {st.sglang_version} at {st.python} (started in {st.start_s or 0:.1f} s)",
+                file=sys.stderr,
+            )
+        else:
+            print(f"sglang check unavailable: {st.reason}", file=sys.stderr)
+        return 0 if st.available else 1
+    if args.command == "schema":
+        from sglaunch.oracle.schema_cache import load_flag_schema
+
+        found = load_flag_schema(args.sglang_python, refresh=args.refresh)
+        words = {
+            "cache": "cached",
+            "extracted": "read from sglang",
+            "bundled": "bundled (facts only)",
+        }
+        print(
+            f"{len(found.schema)} flags of sglang {found.schema.sglang_version}: {words.get(found.source, found.source)}"
+            + (f" — {found.reason}" if found.reason else "")
+            + (f" ({found.path})" if found.path else ""),
+            file=sys.stderr,
+        )
+        return 0
+    raise UserError(f"unknown oracle command {args.command!r}")

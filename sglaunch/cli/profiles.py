@@ -1,0 +1,370 @@
+"""`sglaunch profiles`: list, show, export, import, delete and compare saved launch profiles.
+
+    sglaunch profiles list [--json]
+    sglaunch profiles show NAME [--json]
+    sglaunch profiles export NAME --format yaml|command|script [-o FILE]
+    sglaunch profiles import FILE-OR-COMMAND|- [--name NAME] [--force]
+    sglaunch profiles delete NAME [--yes]
+    sglaunch profiles diff A B
+
+Data (listings, exports, --json) goes to stdout; messages to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from sglaunch.cli.args import Parser
+from sglaunch.cli.render import Painter
+from sglaunch.errors import UserError
+from sglaunch.exitcodes import ExitCode
+from sglaunch.profiles.atomic import atomic_write
+from sglaunch.profiles.convert import (
+    Imported,
+    import_text,
+    looks_like_launch,
+    sglang_argv,
+    to_command,
+    to_script,
+    to_yaml,
+)
+from sglaunch.profiles.diff import diff
+from sglaunch.profiles.profile import Profile, validate_name
+from sglaunch.profiles.store import ProfileStore
+from sglaunch.profiles.tomlform import profile_from_toml
+
+FORMATS = ("yaml", "command", "script")
+# a pasted launch line is never this long; a file name never holds a newline
+_MAX_ARG_PATH = 4096
+
+
+def parser() -> Parser:
+    p = Parser(
+        prog="sglaunch profiles",
+        description="Saved launch profiles: a model, sglang's flags, environment and GPUs.",
+    )
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    sub.required = True
+
+    ls = sub.add_parser("list", help="every profile, with its model and when it changed")
+    ls.add_argument("--json", action="store_true", help="a JSON list on stdout")
+
+    show = sub.add_parser("show", help="one profile: model, GPUs, environment, flags")
+    show.add_argument("name")
+    show.add_argument("--json", action="store_true", help="the profile as JSON on stdout")
+
+    ex = sub.add_parser(
+        "export",
+        help="as sglang --config YAML, a command line, or a bash script",
+        epilog="example: sglaunch profiles export sala-tp2 --format yaml -o sala-tp2.yaml",
+    )
+    ex.add_argument("name")
+    ex.add_argument("--format", "-f", choices=FORMATS, required=True)
+    ex.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically)")
+
+    im = sub.add_parser(
+        "import",
+        help="from sglang YAML, a launch line, a script, or - for stdin",
+        epilog=(
+            'example: sglaunch profiles import "python -m sglang.launch_server '
+            '--model-path X --tp 2" --name x'
+        ),
+    )
+    im.add_argument(
+        "source",
+        metavar="FILE-OR-COMMAND",
+        help="a .yaml/.yml sglang config, a script or file with a launch line, a profile .toml, "
+        "a quoted launch line, or - for stdin",
+    )
+    im.add_argument("--name", help="the profile's name (default: from the file or the model)")
+    im.add_argument("--force", action="store_true", help="replace a profile with that name")
+
+    rm = sub.add_parser("delete", help="delete a profile (kept as NAME.toml.bak)")
+    rm.add_argument("name")
+    rm.add_argument("--yes", "-y", action="store_true", help="do not ask")
+
+    df = sub.add_parser("diff", help="what differs between two profiles")
+    df.add_argument("a")
+    df.add_argument("b")
+    return p
+
+
+def run(argv: Sequence[str], *, stdin: TextIO | None = None) -> int:
+    args = parser().parse_args(list(argv))
+    store = ProfileStore()
+    out, err = sys.stdout, sys.stderr
+    if args.command == "list":
+        return _list(store, args.json, out, err)
+    if args.command == "show":
+        return _show(store, args.name, args.json, out)
+    if args.command == "export":
+        return _export(store, args.name, args.format, args.output, out, err)
+    if args.command == "import":
+        return _import(store, args.source, args.name, args.force, stdin or sys.stdin, err)
+    if args.command == "delete":
+        return _delete(store, args.name, args.yes, stdin or sys.stdin, err)
+    return _diff(store, args.a, args.b, out, err)
+
+
+def _when(mtime: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(mtime))
+
+
+def _list(store: ProfileStore, as_json: bool, out: TextIO, err: TextIO) -> int:
+    infos = store.list()
+    if as_json:
+        rows = [
+            {
+                "name": i.name,
+                "model": i.model,
+                "path": str(i.path),
+                "mtime": i.mtime,
+                "error": i.error,
+            }
+            for i in infos
+        ]
+        print(json.dumps(rows, indent=2), file=out)
+        return int(ExitCode.OK)
+    if not infos:
+        print(
+            f"no profiles yet in {store.root}; import one with "
+            '`sglaunch profiles import "python -m sglang.launch_server ..." --name NAME`',
+            file=err,
+        )
+        return int(ExitCode.OK)
+    width = max(len(i.name) for i in infos)
+    for i in infos:
+        what = (i.model or "") if i.error is None else f"BROKEN: {i.error}"
+        print(f"{i.name:<{width}}  {_when(i.mtime)}  {what}", file=out)
+    broken = sum(1 for i in infos if i.error)
+    if broken:
+        print(f"{broken} profile(s) cannot be read; fix or delete them", file=err)
+    return int(ExitCode.OK)
+
+
+def _model_status(profile: Profile) -> str | None:
+    """Why the profile's model cannot be found now, or None."""
+    if not profile.model:
+        return "no model set"
+    from sglaunch.facts.model import resolve_model_dir
+
+    try:
+        resolve_model_dir(profile.model)
+    except UserError as exc:
+        return exc.message
+    return None
+
+
+def profile_json(profile: Profile) -> dict[str, Any]:
+    v = profile.validated
+    return {
+        "name": profile.name,
+        "model": profile.model,
+        "entry": profile.entry,
+        "sglang_python": profile.sglang_python,
+        "gpus": {
+            "cuda_visible_devices": profile.gpus.cuda_visible_devices,
+            "preset": profile.gpus.preset,
+        },
+        "flags": profile.flags,
+        "env": profile.env,
+        "secrets": profile.secrets,
+        "notes": profile.notes,
+        "validated": None
+        if v is None
+        else {
+            "sglang_version": v.sglang_version,
+            "gpu_names": v.gpu_names,
+            "gpu_count": v.gpu_count,
+            "at": v.at.isoformat(),
+        },
+        "argv": sglang_argv(profile),
+    }
+
+
+def _show(store: ProfileStore, name: str, as_json: bool, out: TextIO) -> int:
+    profile = store.load(name)
+    problem = _model_status(profile)
+    if as_json:
+        data = profile_json(profile)
+        data["model_problem"] = problem
+        print(json.dumps(data, indent=2, default=str), file=out)
+        return int(ExitCode.OK)
+    paint = Painter(out)
+    rows: list[tuple[str, str]] = [("model", profile.model or "(none)")]
+    if problem:
+        rows.append(("", paint(f"! {problem}", "33")))
+    rows.append(("entry", profile.entry))
+    if profile.sglang_python:
+        rows.append(("sglang python", profile.sglang_python))
+    if profile.gpus.cuda_visible_devices is not None:
+        rows.append(("GPUs", f"CUDA_VISIBLE_DEVICES={profile.gpus.cuda_visible_devices}"))
+    if profile.gpus.preset:
+        rows.append(("planned for", profile.gpus.preset))
+    for k, v in profile.env.items():
+        rows.append(("env", f"{k}={v}"))
+    for dest, var in profile.secrets.items():
+        rows.append(
+            ("secret", f"{dest} from ${var}" + ("" if os.environ.get(var) else " (not set)"))
+        )
+    if profile.validated:
+        v = profile.validated
+        gpus = ", ".join(v.gpu_names) or "?"
+        rows.append(
+            (
+                "validated",
+                f"{v.at.isoformat()} with sglang {v.sglang_version} on {v.gpu_count}× {gpus}",
+            )
+        )
+    print(paint.bold(f"profile {profile.name}") + paint.dim(f"  {store.path(name)}"), file=out)
+    for label, value in rows:
+        print(f"  {label:<14}{value}", file=out)
+    if profile.notes:
+        print("  notes", file=out)
+        for line in profile.notes.splitlines():
+            print(f"    {line}", file=out)
+    print("", file=out)
+    print(to_command(profile), file=out)
+    return int(ExitCode.OK)
+
+
+def _export(
+    store: ProfileStore,
+    name: str,
+    fmt: str,
+    output: str | None,
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    profile = store.load(name)
+    warnings: list[str] = []
+    if fmt == "yaml":
+        if output and Path(output).suffix.lower() not in (".yaml", ".yml"):
+            raise UserError(f"-o {output}: sglang reads --config only from a .yaml or .yml file")
+        exported = to_yaml(profile, config_name=Path(output).name if output else None)
+        text, warnings = exported.text, exported.warnings
+    elif fmt == "command":
+        text = to_command(profile) + "\n"
+    else:
+        text = to_script(profile)
+    for w in warnings:
+        print(f"sglaunch: note: {w}", file=err)
+    if output is None:
+        out.write(text)
+        return int(ExitCode.OK)
+    path = Path(output).expanduser()
+    if path.is_dir():
+        raise UserError(f"-o {output} is a folder; give a file name")
+    if not path.parent.is_dir():
+        raise UserError(f"-o {output}: the folder {path.parent} does not exist")
+    try:
+        atomic_write(path, text.encode("utf-8"), mode=0o755 if fmt == "script" else None)
+    except OSError as exc:
+        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+    print(f"wrote {path}", file=err)
+    return int(ExitCode.OK)
+
+
+def _read_source(source: str, stdin: TextIO) -> tuple[str, str, Path | None, bool | None]:
+    """(text, label for messages, folder for relative --config, True if YAML by its name)."""
+    if source == "-":
+        return stdin.read(), "stdin", None, None
+    looks_like_path = "\n" not in source and len(source) < _MAX_ARG_PATH
+    path = Path(source).expanduser() if looks_like_path else None
+    if path is not None and path.is_file():
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UserError(f"cannot read {path}: {exc}") from None
+        is_yaml = True if path.suffix.lower() in (".yaml", ".yml") else None
+        return text, str(path), path.parent, is_yaml
+    if path is not None and path.is_dir():
+        raise UserError(f"{source} is a folder; give a .yaml file, a script or a launch line")
+    if looks_like_launch(source):
+        return source, "the launch line", None, False
+    raise UserError(
+        f"no such file {source!r}; give a .yaml/.yml file, a script, a quoted launch line "
+        '("python -m sglang.launch_server ..."), or - for stdin'
+    )
+
+
+def _import(
+    store: ProfileStore,
+    source: str,
+    name: str | None,
+    force: bool,
+    stdin: TextIO,
+    err: TextIO,
+) -> int:
+    text, label, base_dir, is_yaml = _read_source(source, stdin)
+    if name is None and base_dir is not None:
+        name = Path(label).stem  # a file names its profile: sala-tp2.yaml -> sala-tp2
+    if base_dir is not None and Path(label).suffix.lower() == ".toml":
+        # a profile file someone shared: read it as a profile, save it as a new one
+        shared = profile_from_toml(
+            text.encode("utf-8"), name=validate_name(name or ""), path=Path(label)
+        )
+        imported = Imported(profile=shared)
+    else:
+        imported = import_text(text, name=name, source=label, yaml_hint=is_yaml, base_dir=base_dir)
+    profile = imported.profile
+    if store.exists(profile.name) and not force:
+        raise UserError(
+            f"profile '{profile.name}' already exists; choose another --name or replace it with --force"
+        )
+    store.save(profile, force=force)
+    for w in imported.warnings:
+        print(f"sglaunch: warning: {w}", file=err)
+    print(f"saved profile '{profile.name}' ({store.path(profile.name)})", file=err)
+    return int(ExitCode.OK)
+
+
+def _delete(store: ProfileStore, name: str, yes: bool, stdin: TextIO, err: TextIO) -> int:
+    path = store.path(name)
+    if not path.is_file():
+        raise UserError(f"no profile named {name!r} (see `sglaunch profiles list`)")
+    if not yes:
+        if not (hasattr(stdin, "isatty") and stdin.isatty()):
+            raise UserError(f"not deleting profile '{name}' without --yes (no terminal to ask on)")
+        print(f"delete profile '{name}' ({path})? [y/N] ", end="", file=err, flush=True)
+        answer = stdin.readline().strip().lower()
+        if answer not in ("y", "yes"):
+            print("kept it", file=err)
+            return int(ExitCode.OK)
+    backup = store.delete(name)
+    print(f"deleted profile '{name}' (its last version is kept in {backup})", file=err)
+    return int(ExitCode.OK)
+
+
+def _show_value(value: Any) -> str:
+    if value is None:
+        return "(not set)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict | list):
+        return json.dumps(value, separators=(",", ":"))
+    return str(value)
+
+
+def _diff(store: ProfileStore, a: str, b: str, out: TextIO, err: TextIO) -> int:
+    left, right = store.load(a), store.load(b)
+    lines = diff(left, right)
+    if not lines:
+        print(f"profiles '{a}' and '{b}' launch the same way", file=err)
+        return int(ExitCode.OK)
+    paint = Painter(out)
+    width = max(len(d.label) for d in lines)
+    for d in lines:
+        mark, color = {"added": ("+", "32"), "removed": ("-", "31"), "changed": ("~", "33")}[d.kind]
+        print(
+            paint(f"{mark} {d.label:<{width}}", color)
+            + f"  {_show_value(d.old)} → {_show_value(d.new)}",
+            file=out,
+        )
+    return int(ExitCode.OK)
