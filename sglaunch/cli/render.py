@@ -64,7 +64,7 @@ def format_finding(
     if verbose and f.source != "builtin":
         lines.append(pad + paint.dim(f"source: {f.source}"))
     if verbose:
-        for i, fix in enumerate(f.fixes):
+        for fix in f.fixes:
             change = _fix_text(fix, schema)
             shown = "" if change in fix.label else f" ({change})"
             lines.append(pad + f"fix: {fix.label}" + paint.dim(shown))

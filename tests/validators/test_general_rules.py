@@ -18,7 +18,7 @@ LLAMA = "example:llama-3.1-8b"  # 32 heads, 8 KV heads, 131072 context
 SALA = "example:minicpm-sala"
 MINICPM4 = "example:minicpm4-8b"  # remote code
 
-E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
 # (code, model, argv, gpu, env, expected severity or None, message fragment)
 CASES = [
@@ -527,7 +527,7 @@ def test_unknown_architecture_is_info_only(tmp_path) -> None:  # type: ignore[no
         )
     )
     report = run_rules(str(tmp_path), ["--tp", "2"])
-    assert [f.severity for f in report.findings if f.code == "architecture-without-rules"] == [I]
+    assert [f.severity for f in report.findings if f.code == "architecture-without-rules"] == [INFO]
     assert not [f for f in report.findings if f.code.startswith("minicpm")]
 
 

@@ -295,9 +295,8 @@ def test_golden(
 
 def test_blackwell_needs_cuda_12_8() -> None:
     """A B200 on a CUDA 12.6 driver is not 'Blackwell' to sglang: the non-Blackwell backend is chosen."""
-    from sglaunch.validators.engine import validate
-
     from sglaunch.facts.presets import find_preset, planning_facts
+    from sglaunch.validators.engine import validate
     from tests.conftest import make_input
 
     inp = make_input("sala-sparse", [], gpu="B200x1")
@@ -324,7 +323,6 @@ def test_dp_attention_fix_unsets_the_translated_flags() -> None:
     from dataclasses import replace
 
     from sglaunch.validators.engine import validate
-
     from tests.conftest import make_input
 
     inp = make_input(
