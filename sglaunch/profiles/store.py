@@ -1,0 +1,188 @@
+"""Profiles on disk: one TOML file each, under `profiles_dir()` (SGLAUNCH_HOME moves it).
+
+Files next to `NAME.toml`:
+- `NAME.toml.bak`  the version before the last save (or the deleted profile);
+- `NAME.toml.lock` the lock every save and delete of NAME takes (`flock`);
+- `.NAME.toml.*.tmp` a save in progress; one left by a killed process is removed
+  by the next save of NAME.
+
+Guarantees:
+- a save is atomic (`atomic_write`): a crash leaves the old file or the new one;
+- a file that does not parse is reported, never overwritten;
+- two processes saving the same profile lose nothing silently: a profile carries
+  the revision (hash of the bytes) it was loaded from, and `save` refuses with
+  ConflictError when the file changed since, unless told to force.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import hashlib
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from sglaunch.errors import UserError
+from sglaunch.flags.schema import FlagSchema, bundled_schema
+from sglaunch.paths import profiles_dir
+from sglaunch.profiles.atomic import atomic_write, fsync_dir, remove_stale_temps
+from sglaunch.profiles.profile import Profile, validate_name
+from sglaunch.profiles.tomlform import profile_from_toml, profile_to_toml
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock; saves there rely on the revision check alone
+    fcntl = None  # type: ignore[assignment]
+
+SUFFIX = ".toml"
+
+
+class ConflictError(UserError):
+    """The profile on disk is not the one the caller loaded: saving would lose someone's change."""
+
+
+@dataclass(frozen=True)
+class ProfileInfo:
+    name: str
+    path: Path
+    mtime: float  # seconds since the epoch
+    model: str | None = None
+    error: str | None = None  # why the file cannot be read, instead of raising
+
+
+def revision_of(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class ProfileStore:
+    def __init__(self, root: Path | None = None, schema: FlagSchema | None = None) -> None:
+        self.root = Path(root) if root is not None else profiles_dir()
+        self.schema = schema or bundled_schema()
+
+    def path(self, name: str) -> Path:
+        return self.root / f"{validate_name(name)}{SUFFIX}"
+
+    def backup_path(self, name: str) -> Path:
+        return self.root / f"{validate_name(name)}{SUFFIX}.bak"
+
+    def _lock_path(self, name: str) -> Path:
+        return self.root / f"{name}{SUFFIX}.lock"
+
+    @contextlib.contextmanager
+    def _locked(self, name: str) -> Iterator[None]:
+        self.root.mkdir(parents=True, exist_ok=True)
+        with open(self._lock_path(name), "a") as lock:
+            if fcntl is not None:
+                fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                if fcntl is not None:
+                    fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+
+    def _read(self, path: Path) -> bytes | None:
+        try:
+            return path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise UserError(f"cannot read profile {path}: {exc.strerror or exc}") from None
+
+    # --- reading ---------------------------------------------------------------
+
+    def names(self) -> list[str]:
+        if not self.root.is_dir():
+            return []
+        return sorted(p.name[: -len(SUFFIX)] for p in self.root.glob(f"*{SUFFIX}") if p.is_file())
+
+    def exists(self, name: str) -> bool:
+        return self.path(name).is_file()
+
+    def list(self) -> list[ProfileInfo]:
+        """Every profile, broken ones included (with `error` set) so a listing always works."""
+        out: list[ProfileInfo] = []
+        for name in self.names():
+            path = self.root / f"{name}{SUFFIX}"
+            try:
+                mtime = path.stat().st_mtime
+            except OSError:
+                continue  # deleted while we listed
+            try:
+                profile = self.load(name)
+            except UserError as exc:
+                out.append(ProfileInfo(name=name, path=path, mtime=mtime, error=exc.message))
+                continue
+            out.append(ProfileInfo(name=name, path=path, mtime=mtime, model=profile.model))
+        return out
+
+    def load(self, name: str) -> Profile:
+        path = self.path(name)
+        data = self._read(path)
+        if data is None:
+            close = difflib.get_close_matches(name, self.names(), n=1)
+            hint = f" — did you mean {close[0]}?" if close else ""
+            raise UserError(
+                f"no profile named {name!r}{hint} (see `sglaunch profiles list`; they live in {self.root})"
+            )
+        profile = profile_from_toml(data, name=name, path=path, schema=self.schema)
+        profile.revision = revision_of(data)
+        return profile
+
+    # --- writing ---------------------------------------------------------------
+
+    def save(self, profile: Profile, *, force: bool = False) -> Profile:
+        """Write the profile atomically; the previous version goes to NAME.toml.bak.
+
+        Refuses (ConflictError) when the file is not what `profile` was loaded from:
+        changed or deleted since, or created meanwhile for a new profile. `force`
+        overwrites anyway. Never overwrites a file that does not parse.
+        Sets and returns `profile` with its new revision.
+        """
+        data = profile_to_toml(profile, self.schema)  # validates before anything is touched
+        path = self.path(profile.name)
+        with self._locked(profile.name):
+            remove_stale_temps(path)
+            current = self._read(path)
+            if current is not None:
+                try:
+                    profile_from_toml(current, name=profile.name, path=path, schema=self.schema)
+                except UserError as exc:
+                    raise UserError(
+                        f"{exc.message} — not overwriting it: move it aside or fix it, then save again"
+                    ) from None
+            current_rev = revision_of(current) if current is not None else None
+            if not force and current_rev != profile.revision:
+                raise ConflictError(self._conflict_message(profile, current_rev))
+            if current is not None:
+                atomic_write(self.backup_path(profile.name), current)
+            atomic_write(path, data)
+        profile.revision = revision_of(data)
+        return profile
+
+    def _conflict_message(self, profile: Profile, current_rev: str | None) -> str:
+        name = profile.name
+        if profile.revision is None:
+            return (
+                f"profile '{name}' already exists; choose another name, load it first, "
+                "or replace it (--force)"
+            )
+        if current_rev is None:
+            return f"profile '{name}' was deleted since it was loaded; save with --force to create it again"
+        return (
+            f"profile '{name}' was changed by someone else since it was loaded; reload it and "
+            "redo your change, or overwrite their version (--force)"
+        )
+
+    def delete(self, name: str) -> Path:
+        """Remove a profile (broken ones too); its last content stays in NAME.toml.bak."""
+        path = self.path(name)
+        with self._locked(name):
+            current = self._read(path)
+            if current is None:
+                raise UserError(f"no profile named {name!r} (see `sglaunch profiles list`)")
+            backup = self.backup_path(name)
+            os.replace(path, backup)
+            fsync_dir(self.root)
+        return backup
