@@ -24,18 +24,13 @@ from sglaunch.cli.args import Parser
 from sglaunch.cli.render import Painter
 from sglaunch.errors import UserError
 from sglaunch.exitcodes import ExitCode
+from sglaunch.profiles.argvform import Imported
 from sglaunch.profiles.atomic import atomic_write
-from sglaunch.profiles.convert import (
-    Imported,
-    import_text,
-    looks_like_launch,
-    sglang_argv,
-    to_command,
-    to_script,
-    to_yaml,
-)
+from sglaunch.profiles.command import import_text, looks_like_launch, to_command, to_script
 from sglaunch.profiles.diff import diff
+from sglaunch.profiles.launch import sglang_argv
 from sglaunch.profiles.profile import Profile, validate_name
+from sglaunch.profiles.sglang_yaml import to_yaml
 from sglaunch.profiles.store import ProfileStore
 from sglaunch.profiles.tomlform import profile_from_toml
 

@@ -9,23 +9,17 @@ store.save(p)                          # ConflictError if someone saved it meanw
 
 from __future__ import annotations
 
+from sglaunch.profiles.argvform import Exported, Imported
 from sglaunch.profiles.atomic import atomic_write
-from sglaunch.profiles.convert import (
-    Exported,
-    Imported,
-    Launch,
-    config_to_argv,
+from sglaunch.profiles.command import (
     import_text,
     profile_from_argv,
     profile_from_command,
-    profile_from_yaml,
-    resolve_launch,
-    sglang_argv,
     to_command,
     to_script,
-    to_yaml,
 )
 from sglaunch.profiles.diff import DiffLine, diff
+from sglaunch.profiles.launch import Launch, resolve_launch, sglang_argv
 from sglaunch.profiles.profile import (
     SCHEMA_VERSION,
     GpuSelection,
@@ -44,6 +38,7 @@ from sglaunch.profiles.secrets import (
     resolve_secret_values,
     secret_dests,
 )
+from sglaunch.profiles.sglang_yaml import config_to_argv, profile_from_yaml, to_yaml
 from sglaunch.profiles.store import ConflictError, ProfileInfo, ProfileStore
 
 __all__ = [
