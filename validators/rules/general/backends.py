@@ -25,7 +25,47 @@ KV = "srt/arg_groups/kv_cache_hook.py"
 def _prefill_decode(inp: CheckInput) -> tuple[object, object]:
     """sglang's attention_backends_of: a phase's own flag, else --attention-backend."""
     base = inp.value("attention_backend")
-    return inp.value("prefill_attention_backend") or base, inp.value("decode_attention_backend") or base
+    return inp.value("prefill_attention_backend") or base, inp.value(
+        "decode_attention_backend"
+    ) or base
+
+
+# kv_cache_hook.py:25-31: the prefill backend each NVFP4 prefill dequant dtype runs on
+_NVFP4_PREFILL_BACKEND = {"fp8_e4m3": "flashinfer", "nvfp4": "trtllm_mha"}
+_NVFP4_PREFILL_DEQUANT_DTYPE = {b: d for d, b in _NVFP4_PREFILL_BACKEND.items()}
+
+
+def _resolved_prefill_decode(inp: CheckInput) -> tuple[object, object]:
+    """The two backends step 45 checks, after step 44 (kv_cache_hook.py:34,
+    handle_nvfp4_prefill_kv_dequant_dtype) has run.
+
+    With --kv-cache-dtype nvfp4, step 44 sets prefill_attention_backend to
+    flashinfer (fp8_e4m3 workspace) or trtllm_mha (native nvfp4, SM100 only) and
+    decode_attention_backend to trtllm_mha (kv_cache_hook.py:92), so on a GPU that
+    is not SM90/SM100/SM120 sglang's first error is the trtllm_mha decode one
+    (attention_hook.py:225), raised before the nvfp4 check (kv_cache_hook.py:128).
+    Where step 44 itself raises, the flags are left as given.
+    """
+    prefill, decode = _prefill_decode(inp)
+    if inp.value("kv_cache_dtype") != "nvfp4":
+        return prefill, decode
+    requested = inp.value("prefill_kv_cache_dequant_dtype") or "auto"
+    if requested == "auto":
+        explicit = inp.value("prefill_attention_backend") or inp.value("attention_backend")
+        if explicit in _NVFP4_PREFILL_DEQUANT_DTYPE:
+            requested = _NVFP4_PREFILL_DEQUANT_DTYPE[explicit]
+        elif explicit is not None:
+            return prefill, decode  # kv_cache_hook.py:53
+        else:
+            requested = "nvfp4" if inp.gpu.is_sm100 else "fp8_e4m3"
+    target = _NVFP4_PREFILL_BACKEND.get(requested)
+    if target is None or (requested == "nvfp4" and not inp.gpu.is_sm100):
+        return prefill, decode  # kv_cache_hook.py:60
+    if inp.value("prefill_attention_backend") not in (None, target):
+        return prefill, decode  # kv_cache_hook.py:71
+    if inp.value("decode_attention_backend") not in (None, "trtllm_mha"):
+        return prefill, decode  # kv_cache_hook.py:80
+    return target, "trtllm_mha"
 
 
 def _arch(inp: CheckInput) -> str:
@@ -56,7 +96,7 @@ def backend_arch(inp: CheckInput) -> Iterator[Finding]:
     if inp.gpu.primary is None:
         return
     g = inp.gpu
-    prefill, decode = _prefill_decode(inp)
+    prefill, decode = _resolved_prefill_decode(inp)
     trtllm_ok = g.is_sm90 or g.is_sm100 or g.is_sm120
     if prefill == "trtllm_mha" and not trtllm_ok:
         yield Finding(
@@ -75,19 +115,35 @@ def backend_arch(inp: CheckInput) -> Iterator[Finding]:
             severity=Severity.ERROR,
             message="TRTLLM FMHAv2 prefill on SM120 does not support fp8_e4m3 KV cache or skip-softmax.",
             flags=(*_backend_flags(inp, "trtllm_mha"), "kv_cache_dtype"),
-            fixes=(_replace_backend(inp, "trtllm_mha", "flashinfer"), Fix(label="Keep the KV cache in bf16", unset=("kv_cache_dtype",))),
+            fixes=(
+                _replace_backend(inp, "trtllm_mha", "flashinfer"),
+                Fix(label="Keep the KV cache in bf16", unset=("kv_cache_dtype",)),
+            ),
             ref=f"{ATT}:218",
         )
     elif decode == "trtllm_mha" and prefill != "trtllm_mha" and not trtllm_ok:
+        asked = _backend_flags(inp, "trtllm_mha")
+        if asked:
+            flags, fixes, why = asked, (_replace_backend(inp, "trtllm_mha", "flashinfer"),), ""
+        else:
+            # nobody asked for trtllm_mha: --kv-cache-dtype nvfp4 made sglang pick it
+            flags = ("kv_cache_dtype",)
+            fixes = (
+                Fix(label="Use fp8_e4m3 for the KV cache", set={"kv_cache_dtype": "fp8_e4m3"}),
+                Fix(
+                    label="Use the model's dtype for the KV cache (auto)", unset=("kv_cache_dtype",)
+                ),
+            )
+            why = "--kv-cache-dtype nvfp4 makes sglang decode with trtllm_mha, and "
         yield Finding(
             code="backend-needs-gpu-arch",
             severity=Severity.ERROR,
             message="TRTLLM MHA backend for decode is only supported on Hopper (SM90), Blackwell (SM100) and "
             "(SM120) GPUs. Please use a different decode backend.",
-            flags=_backend_flags(inp, "trtllm_mha"),
-            fixes=(_replace_backend(inp, "trtllm_mha", "flashinfer"),),
+            flags=flags,
+            fixes=fixes,
             ref=f"{ATT}:225",
-            detail=f"{_arch(inp)} is none of those.",
+            detail=f"{why}{_arch(inp)} is none of those.",
         )
     uses = {inp.value("attention_backend"), inp.value("decode_attention_backend")}
     if "trtllm_mla" in uses and not g.is_blackwell:
@@ -152,7 +208,9 @@ def kv_dtype_arch(inp: CheckInput) -> Iterator[Finding]:
     if inp.gpu.primary is None:
         return
     drop = Fix(label="Use the model's dtype for the KV cache (auto)", unset=("kv_cache_dtype",))
-    fp8 = Fix(label="Use fp8_e4m3 (half the memory, every recent GPU)", set={"kv_cache_dtype": "fp8_e4m3"})
+    fp8 = Fix(
+        label="Use fp8_e4m3 (half the memory, every recent GPU)", set={"kv_cache_dtype": "fp8_e4m3"}
+    )
     if dtype == "mxfp8" and not inp.gpu.is_blackwell:
         yield Finding(
             code="kv-cache-dtype-needs-gpu-arch",
@@ -190,8 +248,14 @@ def hicache_radix(inp: CheckInput) -> Iterator[Finding]:
             "and cannot be used at the same time. Please use only one of them.",
             flags=("enable_hierarchical_cache", "disable_radix_cache"),
             fixes=(
-                Fix(label="Keep HiCache (remove --disable-radix-cache)", unset=("disable_radix_cache",)),
-                Fix(label="Keep the radix cache off (remove --enable-hierarchical-cache)", unset=("enable_hierarchical_cache",)),
+                Fix(
+                    label="Keep HiCache (remove --disable-radix-cache)",
+                    unset=("disable_radix_cache",),
+                ),
+                Fix(
+                    label="Keep the radix cache off (remove --enable-hierarchical-cache)",
+                    unset=("enable_hierarchical_cache",),
+                ),
             ),
             ref=f"{KV}:394",
         )
@@ -250,11 +314,16 @@ card(
         "CUDA ≥ 12.8), nvfp4 SM100 or SM120. fp8_e4m3 and fp8_e5m2 have no such limit."
     ),
     when="A Blackwell launch line reused on Hopper or Ampere.",
-    solutions=("Use --kv-cache-dtype fp8_e4m3 to save KV memory on this GPU, or leave it at auto.",),
+    solutions=(
+        "Use --kv-cache-dtype fp8_e4m3 to save KV memory on this GPU, or leave it at auto.",
+    ),
     before="sglang serve --model-path X --kv-cache-dtype nvfp4      # on an H100",
     after="sglang serve --model-path X --kv-cache-dtype fp8_e4m3",
     related=("backend-needs-gpu-arch",),
-    patterns=(r"--kv-cache-dtype mxfp8 requires an SM100\+", r"--kv-cache-dtype=nvfp4 requires Blackwell"),
+    patterns=(
+        r"--kv-cache-dtype mxfp8 requires an SM100\+",
+        r"--kv-cache-dtype=nvfp4 requires Blackwell",
+    ),
     ref=f"sglang/{KV}:106",
 )
 
