@@ -14,13 +14,12 @@ import subprocess
 import sys
 import time
 
-from sglaunch.validators.engine import validate
-
 from sglaunch.checking import build_input
 from sglaunch.facts.model import load_model_facts
 from sglaunch.facts.presets import parse_gpu_spec
 from sglaunch.flags.argv import parse_argv
 from sglaunch.flags.schema import bundled_schema
+from sglaunch.validators.engine import validate
 
 RUNS = 5000
 PROCESS_RUNS = 7

@@ -6,14 +6,14 @@ import os
 from pathlib import Path
 
 import pytest
-from sglaunch.validators.engine import Report, validate
-from sglaunch.validators.facts import CheckInput
 
 from sglaunch.checking import build_input
 from sglaunch.facts.model import load_model_facts
 from sglaunch.facts.presets import parse_gpu_spec
 from sglaunch.flags.argv import parse_argv
 from sglaunch.flags.schema import bundled_schema
+from sglaunch.validators.engine import Report, validate
+from sglaunch.validators.facts import CheckInput
 
 DATA = Path(__file__).parent / "data"
 MODELS = DATA / "models"

@@ -77,3 +77,24 @@ def test_check_command_never_imports_textual_torch_or_sglang() -> None:
     assert not loaded & {"textual", "torch", "sglang"}
     # SALA is sglang's own type: read as data, so not even transformers is needed
     assert "transformers" not in loaded
+
+
+def test_code_imports_the_installed_names_only() -> None:
+    """`tui/` and `validators/` are sglaunch.tui and sglaunch.validators once installed; a bare
+    `import tui` works only from a checkout and would load the modules twice."""
+    offenders = []
+    for folder in ("sglaunch", "tui", "validators", "tests", "bench", "scripts"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                names = []
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    names = [node.module]
+                offenders += [
+                    f"{path.relative_to(ROOT)}: {n}"
+                    for n in names
+                    if n.split(".")[0] in ("tui", "validators")
+                ]
+    assert offenders == []

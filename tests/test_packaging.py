@@ -67,7 +67,7 @@ def test_built_wheel_works(tmp_path: Path) -> None:
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
     code = (
-        "import sglaunch.validators as v, sglaunch.tui, sglaunch.facts.model as m\n"
+        "import sglaunch.validators as v, sglaunch.tui.app, sglaunch.facts.model as m\n"
         "assert len(v.all_rules()) > 10\n"
         "print(m.load_model_facts('example:minicpm-sala').has_lightning_layers)\n"
     )

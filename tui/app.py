@@ -9,6 +9,7 @@ state; nothing blocks the event loop.
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -30,12 +31,9 @@ from sglaunch.facts.presets import parse_gpu_spec
 from sglaunch.flags.launchline import LaunchLine
 from sglaunch.flags.schema import FlagSchema
 from sglaunch.session import LaunchSession
-from sglaunch.validators.cards import generic_card, get_card, match_card
-from sglaunch.validators.facts import GpuFacts, GpuMode, ModelFacts
-from sglaunch.validators.findings import Finding, Fix, Severity
-from tui.collaborators import Collaborators
-from tui.screens.card import CardScreen
-from tui.screens.dialogs import (
+from sglaunch.tui.collaborators import Collaborators
+from sglaunch.tui.screens.card import CardScreen
+from sglaunch.tui.screens.dialogs import (
     ConfirmScreen,
     GpuChoice,
     GpuScreen,
@@ -44,9 +42,12 @@ from tui.screens.dialogs import (
     ResolvedScreen,
     hf_cached_repos,
 )
-from tui.widgets.findings import FindingsPanel
-from tui.widgets.flag_editor import FlagEditor
-from tui.widgets.panels import CommandPreview, GpuPanel, ModelPanel
+from sglaunch.tui.widgets.findings import FindingsPanel
+from sglaunch.tui.widgets.flag_editor import FlagEditor
+from sglaunch.tui.widgets.panels import CommandPreview, GpuPanel, ModelPanel
+from sglaunch.validators.cards import generic_card, get_card, match_card
+from sglaunch.validators.facts import GpuFacts, GpuMode, ModelFacts
+from sglaunch.validators.findings import Finding, Fix, Severity
 
 # --- messages from workers ------------------------------------------------------------
 
@@ -145,13 +146,15 @@ class SglaunchApp(App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "sglaunch"
     SUB_TITLE = "launch assistant for SGLang"
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-medium"), (150, "-wide")]
     BINDINGS = [
         Binding("ctrl+o", "open_model", "Model"),
         Binding("ctrl+g", "pick_gpus", "GPUs"),
         Binding("ctrl+k", "paste", "Paste line"),
         Binding("ctrl+r", "resolved", "Resolved"),
         Binding("ctrl+l", "launch", "Launch"),
+        Binding("ctrl+s", "save_profile", "Save"),
+        Binding("f2", "profiles", "Profiles"),
         Binding("slash", "search", "Search", show=False),
         Binding("c", "copy_command", "Copy", show=False),
         Binding("y", "toggle_preview", "YAML", show=False),
@@ -168,8 +171,10 @@ class SglaunchApp(App[int]):
         argv: list[str] | None = None,
         env: dict[str, str] | None = None,
         debounce: float = 0.35,
+        profile: str | None = None,
     ) -> None:
         super().__init__()
+        self.initial_profile = profile
         self.schema = schema
         self.c = collaborators
         self.initial_model = model
@@ -189,24 +194,43 @@ class SglaunchApp(App[int]):
         self.last_findings: list[Finding] = []
         self.model_error: str | None = None
         self.launched: Any = None
-        # keystroke-to-finding timing, read by bench/startup.py
+        # timings read by bench/startup.py
         self.last_refresh_ms: float = 0.0
+        self.last_edit_done_at: float = 0.0
+        self.monitor_screen: Any = None
+        self.profile_name: str | None = None
+        self.loaded_profile: Any = None  # the Profile as loaded/saved (its revision guards saves)
+        self.chosen_preset: str | None = gpu_spec
+        self._saved_snapshot: tuple[Any, ...] | None = None
+        self.first_frame_at: float | None = None
+        self._model_shown: tuple[Any, ...] | None = None
 
     # --- lifecycle ----------------------------------------------------------------------
 
+    def get_default_screen(self) -> Screen[Any]:
+        # the main screen is the default one: no empty screen is composed first
+        return MainScreen(self.schema)
+
     def on_mount(self) -> None:
-        self.push_screen(MainScreen(self.schema))
+        # the first frame shows the editor; probing GPUs and loading the model follow
         self.call_after_refresh(self._start)
 
     def _start(self) -> None:
+        # runs after the first refresh: the editor with every flag is on screen
+        self.first_frame_at = time.time()
         gpu_panel = self.screen.query_one(GpuPanel)
         if self.gpu_spec:
             gpu_panel.show(self.session.gpu)
         else:
             gpu_panel.show(self.session.gpu, probing=True)
             self.probe_gpus()
-        if self.initial_model:
+        if self.initial_profile:
+            self.open_profile(self.initial_profile)
+        elif self.initial_model:
             self.load_model(self.initial_model)
+        self._saved_snapshot = (
+            self.snapshot() if self.initial_profile is None else self._saved_snapshot
+        )
         if self.c.oracle is not None:
             self.start_oracle()
         if self.c.schema_loader is not None:
@@ -286,6 +310,10 @@ class SglaunchApp(App[int]):
         gpu = message.gpu
         if gpu.mode is GpuMode.NVML:
             self.real_gpus = gpu
+        elif self.session.gpu.mode is GpuMode.PLANNING and self.chosen_preset:
+            # no GPU here: keep the machine the profile plans for
+            self.screen_query(GpuPanel).show(self.session.gpu)
+            return
         self.session.set_gpu(gpu)
         self.screen_query(GpuPanel).show(gpu)
         if gpu.mode is GpuMode.PLANNING and gpu.status:
@@ -296,6 +324,10 @@ class SglaunchApp(App[int]):
     def _model_loaded(self, message: ModelLoaded) -> None:
         self.model_error = None
         self.session.set_model(message.source, message.facts)
+        snap = self._saved_snapshot
+        if snap is not None and snap[0] is None:
+            # the model the launch started with finished loading: not an edit
+            self._saved_snapshot = (message.source, *snap[1:])
         self.refresh_views()
 
     @on(ModelFailed)
@@ -357,7 +389,8 @@ class SglaunchApp(App[int]):
         else:
             self.session.set_flag(message.dest, message.value)
         self.refresh_views()
-        self.last_refresh_ms = (time.perf_counter() - t0) * 1000
+        self.last_edit_done_at = time.perf_counter()
+        self.last_refresh_ms = (self.last_edit_done_at - t0) * 1000
 
     @on(FindingsPanel.OpenCard)
     def _open_card(self, message: FindingsPanel.OpenCard) -> None:
@@ -432,18 +465,33 @@ class SglaunchApp(App[int]):
         """Re-render everything from the session; the built-in verdict is already there."""
         if not any(isinstance(s, MainScreen) for s in self.screen_stack):
             return
+        # one compositor pass for all the widgets a change touches
+        with self.batch_update():
+            self._refresh_views(ask)
+
+    def _refresh_views(self, ask: bool) -> None:
         findings = self.current_findings()
+        # widgets are re-rendered only when what they show changed: a keystroke
+        # must reach the screen within a frame
+        if findings != self.last_findings:
+            self.screen_query(FindingsPanel).show(findings)
         self.last_findings = findings
-        self.screen_query(FindingsPanel).show(findings)
         flagged = {d for f in findings if f.severity is Severity.ERROR for d in f.flags}
         self.screen_query(FlagEditor).refresh_values(self.session.flags, flagged)
-        if self.session.model is not None and self.model_error is None:
-            self.screen_query(ModelPanel).show(
-                self.session.model,
-                trust_remote_code=bool(self.session.flags.get("trust_remote_code")),
-            )
-        elif self.session.model is None and self.model_error is None and self.initial_model:
-            self.screen_query(ModelPanel).show_loading(self.initial_model)
+        model_key = (
+            id(self.session.model),
+            self.model_error,
+            bool(self.session.flags.get("trust_remote_code")),
+        )
+        if model_key != self._model_shown:
+            self._model_shown = model_key
+            if self.session.model is not None and self.model_error is None:
+                self.screen_query(ModelPanel).show(
+                    self.session.model,
+                    trust_remote_code=bool(self.session.flags.get("trust_remote_code")),
+                )
+            elif self.session.model is None and self.model_error is None and self.initial_model:
+                self.screen_query(ModelPanel).show_loading(self.initial_model)
         self.refresh_preview()
         self.refresh_facts_line()
         self.update_title()
@@ -471,7 +519,201 @@ class SglaunchApp(App[int]):
             parts.append("model error: " + self.model_error)
         self.screen_query(Static, "#facts-line").update(Text(" · ".join(parts), style="dim"))
 
+    # --- profiles ---------------------------------------------------------------------
+
+    def store(self) -> Any:
+        from sglaunch.profiles import ProfileStore
+
+        return ProfileStore(self.c.profile_dir)
+
+    def snapshot(self) -> tuple[Any, ...]:
+        """What a saved profile holds, to tell whether there are unsaved changes."""
+        s = self.session
+        # the GPUs the user chose (a preset, a subset), not what the probe found
+        return (
+            s.model_source,
+            repr(sorted(s.flags.items())),
+            repr(sorted(s.env.items())),
+            self.visible_devices,
+            self.chosen_preset,
+            s.entry,
+        )
+
+    @property
+    def dirty(self) -> bool:
+        return self._saved_snapshot is not None and self.snapshot() != self._saved_snapshot
+
+    def profile_from_session(self, name: str) -> Any:
+        from dataclasses import replace
+        from datetime import UTC, datetime
+
+        from sglaunch import SGLANG_VERSION
+        from sglaunch.profiles import GpuSelection, Profile, Validated
+        from sglaunch.profiles.secrets import default_secret_env, is_secret_flag
+
+        s = self.session
+        flags = {k: v for k, v in s.flags.items() if k != "model_path"}
+        base = (
+            self.loaded_profile
+            if self.loaded_profile is not None and self.loaded_profile.name == name
+            else None
+        )
+        secrets = dict(base.secrets) if base is not None else {}
+        for dest in list(flags):
+            spec = self.schema.get(dest)
+            if spec is not None and is_secret_flag(spec):
+                # never stored as text: a reference to the variable that holds it
+                secrets[dest] = secrets.get(dest) or default_secret_env(dest)
+                del flags[dest]
+                self.notify(
+                    f"{spec.name} is saved as a reference: export {secrets[dest]}=<the value> before launching",
+                    timeout=8,
+                )
+        env = {k: v for k, v in s.env.items() if k != "CUDA_VISIBLE_DEVICES"}
+        gpus = GpuSelection(cuda_visible_devices=self.visible_devices, preset=self.chosen_preset)
+        validated = Validated(
+            sglang_version=self.oracle.version or SGLANG_VERSION,
+            gpu_names=[d.name for d in s.gpu.devices],
+            gpu_count=s.gpu.count,
+            at=datetime.now(UTC),
+        )
+        profile = Profile(
+            name=name,
+            model=s.model_source,
+            flags=flags,
+            env=env,
+            secrets=secrets,
+            gpus=gpus,
+            sglang_python=base.sglang_python if base is not None else None,
+            entry=s.entry,  # type: ignore[arg-type]
+            notes=base.notes if base is not None else "",
+            validated=validated,
+        )
+        return replace(profile, revision=base.revision) if base is not None else profile
+
+    def open_profile(self, name: str) -> None:
+        try:
+            profile = self.store().load(name)
+        except UserError as exc:
+            self.notify(exc.message, title="Profile not loaded", severity="error", timeout=8)
+            return
+        self.apply_profile(profile)
+
+    def apply_profile(self, profile: Any) -> None:
+        s = self.session
+        s.flags = dict(profile.flags)
+        s.env = dict(profile.env)
+        s.entry = profile.entry
+        if profile.sglang_python:
+            s.python = profile.sglang_python
+        s.issues = []
+        if profile.gpus.preset:
+            try:
+                s.gpu = parse_gpu_spec(profile.gpus.preset)
+                self.chosen_preset = profile.gpus.preset
+            except UserError as exc:
+                self.notify(exc.message, severity="warning")
+        self.visible_devices = profile.gpus.cuda_visible_devices
+        if self.visible_devices:
+            s.env["CUDA_VISIBLE_DEVICES"] = self.visible_devices
+        self.profile_name = profile.name
+        self.loaded_profile = profile
+        s.revision += 1
+        s.validate()
+        if profile.model:
+            self.initial_model = profile.model
+            s.model_source = profile.model
+            self.load_model(profile.model)
+        self._saved_snapshot = self.snapshot()
+        self.screen_query(GpuPanel).show(s.gpu)
+        self.refresh_views()
+
+    def save_profile(self, name: str) -> bool:
+        from sglaunch.profiles import validate_name
+
+        try:
+            validate_name(name)
+            profile = self.profile_from_session(name)
+            if self.loaded_profile is None or self.loaded_profile.name != name:
+                from dataclasses import replace
+
+                profile = replace(profile, revision=None)  # "save as": a new file
+            saved = self.store().save(profile)
+        except UserError as exc:
+            self.notify(exc.message, title="Not saved", severity="error", timeout=10)
+            return False
+        self.loaded_profile = saved
+        self.profile_name = saved.name
+        self._saved_snapshot = self.snapshot()
+        self.notify(f"saved profile {saved.name}", timeout=4)
+        self.update_title()
+        return True
+
+    def action_save_profile(self) -> None:
+        if self.profile_name is None:
+            self.action_profiles()
+            return
+        self.save_profile(self.profile_name)
+
+    def action_profiles(self) -> None:
+        from sglaunch.tui.screens.profiles import ProfileAction, ProfilesScreen
+
+        store = self.store()
+
+        def diff_with(name: str) -> list[Any]:
+            from sglaunch.profiles import diff
+
+            return diff(store.load(name), self.profile_from_session(name), self.schema)
+
+        def done(action: ProfileAction | None) -> None:
+            if action is None:
+                return
+            if action.kind == "load":
+                if self.dirty:
+                    self.push_screen(
+                        ConfirmScreen(
+                            "Discard unsaved changes?",
+                            f"Loading {action.name} replaces the launch you are editing.",
+                            yes="Load (y)",
+                        ),
+                        lambda yes: self.open_profile(action.name) if yes else None,
+                    )
+                else:
+                    self.open_profile(action.name)
+            elif action.kind == "save_as":
+                self.save_profile(action.name)
+            elif action.kind == "delete":
+
+                def delete(yes: bool | None) -> None:
+                    if not yes:
+                        return
+                    try:
+                        backup = store.delete(action.name)
+                    except UserError as exc:
+                        self.notify(exc.message, severity="error")
+                        return
+                    if self.profile_name == action.name:
+                        self.profile_name = None
+                        self.loaded_profile = None
+                    self.notify(
+                        f"deleted {action.name} (its last version is in {backup})", timeout=6
+                    )
+                    self.update_title()
+
+                self.push_screen(
+                    ConfirmScreen(
+                        f"Delete profile {action.name}?",
+                        "Its last version stays in a .bak file.",
+                        yes="Delete (y)",
+                    ),
+                    delete,
+                )
+
+        self.push_screen(ProfilesScreen(store.list(), self.profile_name, diff_with), done)
+
     def update_title(self) -> None:
+        name = self.profile_name or "unsaved launch"
+        self.title = f"sglaunch · {name}{' *' if self.dirty or self.profile_name is None else ''}"
         errors = sum(1 for f in self.last_findings if f.severity is Severity.ERROR)
         self.sub_title = f"{self.session.model_source or 'no model'} · " + (
             f"{errors} error{'s' if errors != 1 else ''}" if errors else "ready to launch"
@@ -601,6 +843,7 @@ class SglaunchApp(App[int]):
                     self.notify(exc.message, severity="error")
                     return
                 self.visible_devices = None
+                self.chosen_preset = choice.preset
                 self.session.set_gpu(gpu)
             elif choice.visible is not None and self.real_gpus is not None:
                 self.visible_devices = choice.visible
@@ -662,15 +905,99 @@ class SglaunchApp(App[int]):
             return
         self.start_launch()
 
+    def launch_spec(self) -> Any:
+        from sglaunch.runtime import LaunchSpec
+
+        env = dict(self.session.env)
+        if self.visible_devices:
+            env["CUDA_VISIBLE_DEVICES"] = self.visible_devices
+        python = self.c.launch_python or self.session.python
+        argv = list(self.session.argv())
+        if self.loaded_profile is not None and self.loaded_profile.secrets:
+            from sglaunch.profiles import resolve_secret_values
+
+            # secrets live in the environment, never in the profile: read them now
+            values = resolve_secret_values(
+                self.loaded_profile.secrets,
+                os.environ,
+                self.schema,
+                profile=self.loaded_profile.name,
+            )
+            for dest, value in values.items():
+                if dest not in self.session.flags:
+                    argv += [self.schema.cli_name(dest), value]
+        return LaunchSpec(
+            argv=tuple(argv),
+            python=python,
+            entry=self.session.entry,
+            env=env,
+            profile=self.profile_name or "adhoc",
+        )
+
     def start_launch(self) -> None:
         if self.c.server_factory is None:
             self.notify("no server launcher configured", severity="error")
             return
-        from tui.screens.monitor import MonitorScreen
+        try:
+            spec = self.launch_spec()
+        except UserError as exc:
+            self.notify(exc.message, title="Cannot launch", severity="error", timeout=10)
+            return
+        from sglaunch.tui.screens.monitor import MonitorScreen
+
+        current = self.monitor_screen
+        if (
+            current is not None
+            and current.monitor is not None
+            and not current.state.status.finished
+        ):
+            # the server is still up: show it and restart it with the edited flags
+            self.push_screen("monitor")
+            current.action_restart()
+            return
+        if current is not None:
+            self.uninstall_screen("monitor")
+        self.monitor_screen = MonitorScreen(self.c.server_factory, spec, self.session)
+        self.install_screen(self.monitor_screen, "monitor")
+        self.push_screen("monitor")
+
+    def server_running(self) -> bool:
+        m = self.monitor_screen
+        return m is not None and m.monitor is not None and not m.state.status.finished
+
+    async def action_quit(self) -> None:
+        if not self.server_running():
+            if self.dirty and self.profile_name is not None:
+                self.push_screen(
+                    ConfirmScreen(
+                        "Quit with unsaved changes?",
+                        f"Changes to {self.profile_name} are not saved (ctrl+s saves).",
+                        yes="Quit (y)",
+                    ),
+                    lambda yes: self.exit() if yes else None,
+                )
+                return
+            self.exit()
+            return
+
+        def answer(yes: bool | None) -> None:
+            if yes:
+                self.stop_then_exit()
 
         self.push_screen(
-            MonitorScreen(self.c.server_factory, self.session, visible=self.visible_devices)
+            ConfirmScreen(
+                "Quit sglaunch?",
+                "The sglang server is running. Quitting stops it (SIGTERM, then SIGKILL).",
+                yes="Stop and quit (y)",
+            ),
+            answer,
         )
+
+    @work(thread=True, exclusive=True, group="quit")
+    def stop_then_exit(self) -> None:
+        if self.monitor_screen is not None:
+            self.monitor_screen.stop_and_wait()
+        self.call_from_thread(self.exit)
 
     def action_focus_next_panel(self) -> None:
         self.screen.focus_next()

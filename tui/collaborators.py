@@ -46,8 +46,10 @@ class Collaborators:
     oracle: OracleLike | None = None
     # answer -> findings (sglaunch.oracle.findings.oracle_findings for the real oracle)
     oracle_findings: Callable[[Any], list[Finding]] | None = None
-    # the runtime: builds a server launch from (command argv, env, run name)
-    server_factory: Callable[..., Any] | None = None
+    # the runtime: LaunchSpec -> sglaunch.runtime.Monitor (tests add the stand-in server)
+    server_factory: Callable[[Any], Any] | None = None
+    # the interpreter that runs sglang for a launch (the oracle's, when found)
+    launch_python: str | None = None
     # the installed sglang's own flag schema (with help text), read off the event loop
     schema_loader: Callable[[], Any] | None = None
     profile_dir: Path | None = None

@@ -15,11 +15,24 @@ def run_tui(
     gpu: str | None = None,
     sglang_python: str | None = None,
 ) -> int:
+    app = build_app(model=model, profile=profile, gpu=gpu, sglang_python=sglang_python)
+    result = app.run()
+    return int(result if isinstance(result, int) else ExitCode.OK)
+
+
+def build_app(
+    *,
+    model: str | None = None,
+    profile: str | None = None,
+    gpu: str | None = None,
+    sglang_python: str | None = None,
+    with_oracle: bool = True,
+):  # type: ignore[no-untyped-def]
     from sglaunch.facts.gpu import probe_gpus
     from sglaunch.facts.model import hf_cache_dirs, load_model_facts
     from sglaunch.flags.schema import bundled_schema
-    from tui.app import SglaunchApp
-    from tui.collaborators import Collaborators
+    from sglaunch.tui.app import SglaunchApp
+    from sglaunch.tui.collaborators import Collaborators
 
     collab = Collaborators(
         gpu_probe=probe_gpus,
@@ -27,6 +40,8 @@ def run_tui(
         hf_cache_dirs=tuple(hf_cache_dirs(os.environ)),
     )
     try:
+        if not with_oracle:
+            raise ImportError("oracle disabled")
         from sglaunch.oracle.client import Oracle
         from sglaunch.oracle.findings import oracle_findings
         from sglaunch.oracle.schema_cache import load_flag_schema
@@ -36,17 +51,17 @@ def run_tui(
         collab.schema_loader = lambda: load_flag_schema(sglang_python).schema
     except ImportError:
         pass
-    try:
-        from sglaunch.runtime.launch import ServerFactory
+    from sglaunch.oracle.interpreter import find_sglang_python
+    from sglaunch.runtime import Monitor
 
-        collab.server_factory = ServerFactory()
-    except ImportError:
-        pass
+    collab.server_factory = lambda spec: Monitor(spec, startup_timeout=1800.0)
+    found = find_sglang_python(sglang_python)
+    # the managed CPU environment can check flags but not serve: never launch with it
+    collab.launch_python = found.path if found.source != "managed" else None
     app = SglaunchApp(
         schema=bundled_schema(),
         collaborators=collab,
         model=model or f"example:{DEFAULT_EXAMPLE}",
         gpu_spec=gpu,
     )
-    result = app.run()
-    return int(result if isinstance(result, int) else ExitCode.OK)
+    return app

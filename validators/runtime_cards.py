@@ -48,6 +48,7 @@ STARTUP_TIMEOUT = "runtime-startup-timeout"
 HEADROOM_LOW = "runtime-gpu-headroom-low"
 HEADROOM_HIGH = "runtime-gpu-headroom-high"
 METRICS_OFF = "runtime-metrics-off"
+NOT_INSTALLED = "runtime-sglang-not-installed"
 
 LAUNCH = "sglang serve --model-path meta-llama/Llama-3.1-8B-Instruct"
 
@@ -390,6 +391,33 @@ card(
     solutions=("Add --enable-metrics (cheap: counters and histograms in shared memory).",),
     before=LAUNCH,
     after=f"{LAUNCH} --enable-metrics",
+    stage="runtime",
+)
+
+
+card(
+    NOT_INSTALLED,
+    "sglang is not installed for this Python",
+    what=(
+        "The interpreter sglaunch started the server with cannot import sglang, so the server "
+        "exited at once. sglaunch runs `PYTHON -m sglang.launch_server`, with the profile's "
+        "interpreter, the one given by --sglang-python or SGLAUNCH_SGLANG_PYTHON, or the current one."
+    ),
+    when=(
+        "sglang lives in another virtual environment or conda env than the one sglaunch runs in, "
+        "or only the CPU-only environment of `sglaunch oracle setup` (which checks flags but cannot "
+        "serve) is installed."
+    ),
+    solutions=(
+        "Point sglaunch at the Python that has sglang: --sglang-python /path/to/env/bin/python "
+        "(or set it in the profile).",
+        "Or install sglang into this environment (pip install sglang).",
+    ),
+    before="sglaunch --profile p --apply",
+    after="sglaunch --profile p --apply --sglang-python ~/sglang-env/bin/python",
+    related=(STARTUP_EXIT,),
+    patterns=(r"No module named '?sglang", r"No module named sglang"),
+    ref="python -m sglang.launch_server",
     stage="runtime",
 )
 

@@ -85,6 +85,13 @@ def top_parser() -> Parser:
     p.add_argument("--json", action="store_true", help="with --apply: JSON lines on stdout")
     p.add_argument("--no-oracle", action="store_true", help="built-in rules only")
     p.add_argument(
+        "--startup-timeout",
+        type=float,
+        default=1800.0,
+        metavar="SECONDS",
+        help="with --apply: give up (and stop the server) if it is not ready by then",
+    )
+    p.add_argument(
         "--sglang-python", metavar="PATH", help="the interpreter that has sglang installed"
     )
     return p
@@ -98,9 +105,9 @@ def _top(argv: Sequence[str]) -> int:
         from sglaunch.cli import apply
 
         return apply.run(args)
-    for flag in ("fix", "save", "detach", "json"):
+    for flag in ("fix", "save", "detach", "json", "no_oracle"):
         if getattr(args, flag):
-            raise UserError(f"--{flag} goes with --apply")
+            raise UserError(f"--{flag.replace('_', '-')} goes with --apply")
     from sglaunch.tui.launch import run_tui
 
     return run_tui(

@@ -445,7 +445,20 @@ def load_model_facts(
 
 
 def model_path_for_sglang(source: str, env: Mapping[str, str] | None = None) -> str:
-    """What to pass as --model-path: examples and cached repos become their local folder."""
+    """What to pass as --model-path: bundled examples become their folder (sglang cannot read
+    `example:`); paths and repo ids go through unchanged."""
     if source.startswith("example:"):
         return str(resolve_model_dir(source, env))
     return source
+
+
+def source_for_path(path: str) -> str:
+    """The reverse: a --model-path that is a bundled example's folder reads back as example:NAME."""
+    try:
+        resolved = Path(path).expanduser().resolve()
+    except (OSError, RuntimeError):
+        return path
+    for name in EXAMPLES:
+        if resolved == example_dir(name).resolve():
+            return f"example:{name}"
+    return path

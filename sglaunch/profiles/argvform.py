@@ -80,6 +80,15 @@ def flag_tokens(spec: FlagSpec, value: Any) -> list[str]:
     return [spec.name, format_value(value)]
 
 
+def exported_model(model: str | None) -> str | None:
+    """The model as sglang must read it: a bundled example becomes its folder."""
+    if model is None:
+        return None
+    from sglaunch.facts.model import model_path_for_sglang
+
+    return model_path_for_sglang(model)
+
+
 def program(profile: Profile, python: str | None = None) -> list[str]:
     if profile.entry == "serve":
         exe = "sglang"
@@ -175,8 +184,12 @@ def profile_from_values(
     schema: FlagSchema,
     warnings: list[str],
 ) -> Imported:
+    from sglaunch.facts.model import source_for_path
+
     values = dict(values)
     model = values.pop("model_path", None)
+    if isinstance(model, str):
+        model = source_for_path(model)
     if values.pop("config", None) is not None:
         warnings.append(
             "sglang never reads a --config given as --config=FILE or inside a config file; dropped"

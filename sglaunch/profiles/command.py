@@ -18,6 +18,7 @@ from sglaunch.profiles.argvform import (
     Raw,
     command_tokens,
     env_items,
+    exported_model,
     flags_argv,
     parse_values,
     profile_from_values,
@@ -34,7 +35,7 @@ from sglaunch.profiles.sglang_yaml import config_file_argv, profile_from_yaml
 
 def _export_argv(profile: Profile, schema: FlagSchema) -> list[str]:
     check_profile(profile, schema)
-    return flags_argv(profile, schema, model=profile.model, secrets=None)
+    return flags_argv(profile, schema, model=exported_model(profile.model), secrets=None)
 
 
 def to_command(

@@ -30,6 +30,7 @@ from sglaunch.profiles.argvform import (
     Raw,
     command_tokens,
     env_items,
+    exported_model,
     flag_tokens,
     parse_values,
     profile_from_values,
@@ -175,7 +176,7 @@ def to_yaml(
     data: dict[str, Any] = {}
     cli_only: list[str] = []
     if profile.model:
-        data["model-path"] = profile.model
+        data["model-path"] = exported_model(profile.model)
     flags, _ = check_flags(profile.flags, schema)
     for dest, value in flags.items():
         spec = flag_spec(schema, dest)
@@ -203,7 +204,7 @@ def to_yaml(
     flags_on_line: list[str] = []
     if profile.entry == "serve" and profile.model:
         # `sglang serve` requires --model-path on the command line, not only in --config
-        flags_on_line += ["--model-path", profile.model]
+        flags_on_line += ["--model-path", exported_model(profile.model)]
     flags_on_line += ["--config", config_name, *cli_only]
     launch = " ".join(quote(t) for t in command_tokens(profile, flags_on_line, python))
     header = [f"# sglang --config file exported by sglaunch from profile '{profile.name}'."]

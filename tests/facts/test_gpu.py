@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from sglaunch.validators.facts import GpuMode
 
 from sglaunch.errors import UserError
 from sglaunch.facts.gpu import probe_gpus, visible_indices
 from sglaunch.facts.presets import PRESETS, parse_gpu_spec
+from sglaunch.validators.facts import GpuMode
 from tests.fakes.nvml import (
     A100,
     B200,

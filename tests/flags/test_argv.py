@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from sglaunch.validators.facts import FlagIssueKind
 
 from sglaunch.errors import UserError
 from sglaunch.flags.argv import parse_argv, to_argv
 from sglaunch.flags.launchline import parse_launch_line
 from sglaunch.flags.schema import bundled_schema
+from sglaunch.validators.facts import FlagIssueKind
 
 S = bundled_schema()
 

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 from oracle_helpers import MINICPM, MINICPM_SALA, write_model
-from sglaunch.validators.facts import GpuFacts
 
 from sglaunch.facts.presets import parse_gpu_spec
 from sglaunch.oracle import Oracle
 from sglaunch.oracle.interpreter import ENV_VAR
+from sglaunch.validators.facts import GpuFacts
 
 
 def require_sglang_python() -> str:

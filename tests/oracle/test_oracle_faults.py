@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 from oracle_helpers import fake_python, pid_alive
-from sglaunch.validators.facts import GpuFacts
-from sglaunch.validators.findings import Severity
 
 from sglaunch.oracle import Oracle, oracle_findings
+from sglaunch.validators.facts import GpuFacts
+from sglaunch.validators.findings import Severity
 
 HANG = {"SGLAUNCH_ORACLE_TEST_HANG": "1"}
 

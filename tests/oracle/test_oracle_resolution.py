@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from sglaunch.validators.facts import GpuFacts, GpuMode
-from sglaunch.validators.findings import Severity
 
 from sglaunch.oracle import Oracle, oracle_findings
+from sglaunch.validators.facts import GpuFacts, GpuMode
+from sglaunch.validators.findings import Severity
 
 pytestmark = pytest.mark.oracle
 

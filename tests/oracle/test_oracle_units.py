@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 from oracle_helpers import fake_python
-from sglaunch.validators.findings import Severity
 
 from sglaunch.oracle import OracleAnswer, OracleError, oracle_findings
 from sglaunch.oracle.findings import ERROR_CODE, is_noise
 from sglaunch.oracle.interpreter import ENV_VAR, NOT_INSTALLED, find_sglang_python, managed_env_dir
+from sglaunch.validators.findings import Severity
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import itertools
 
-from sglaunch.examples import EXAMPLES
+from sglaunch.examples import EXAMPLES, example_dir
 
-MODELS = [f"example:{name}" for name in EXAMPLES]
+# as a launch line names them: the bundled examples' folders (a profile reads
+# them back as example:NAME, and an export writes the folder again)
+MODELS = [str(example_dir(name)) for name in EXAMPLES]
 
 BACKEND_FLAGS = ("--attention-backend", "--prefill-attention-backend", "--decode-attention-backend")
 SPARSE_BACKENDS = ("minicpm_flashattn", "minicpm_flashinfer")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from sglaunch.examples import example_dir
 from sglaunch.flags.argv import parse_argv
 from sglaunch.flags.launchline import parse_launch_line
 from sglaunch.flags.schema import bundled_schema
@@ -170,13 +171,12 @@ def test_serve_entry_round_trips() -> None:
     profile = profile_from_command(line, name="s").profile
     assert profile.entry == "serve" and profile.model == "example:minicpm4-8b"
     out = to_command(profile)
-    assert out == "sglang serve --model-path example:minicpm4-8b --tp-size 2 --trust-remote-code"
+    folder = example_dir("minicpm4-8b")  # an export names the folder sglang can read
+    assert out == f"sglang serve --model-path {folder} --tp-size 2 --trust-remote-code"
     assert profile_from_command(out, name="s").profile == profile
     exported = to_yaml(profile)
     # `sglang serve` requires --model-path on its command line even with --config
-    assert (
-        "# launch: sglang serve --model-path example:minicpm4-8b --config s.yaml" in exported.text
-    )
+    assert f"# launch: sglang serve --model-path {folder} --config s.yaml" in exported.text
     assert profile_from_yaml(exported.text, name="s").profile == profile
 
 

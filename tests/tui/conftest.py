@@ -9,10 +9,10 @@ import pytest
 from sglaunch.facts.gpu import probe_gpus
 from sglaunch.facts.model import load_model_facts
 from sglaunch.flags.schema import bundled_schema
+from sglaunch.tui.app import SglaunchApp
+from sglaunch.tui.collaborators import Collaborators
 from tests.fakes.nvml import FakeNvml, NVMLError_LibraryNotFound
 from tests.fakes.oracle import FakeOracle, fake_findings
-from tui.app import SglaunchApp
-from tui.collaborators import Collaborators
 
 
 def make_app(
@@ -25,6 +25,8 @@ def make_app(
     debounce: float = 0.05,
     schema_loader: Callable[[], object] | None = None,
     server_factory: object | None = None,
+    profile: str | None = None,
+    profile_dir: object | None = None,
 ) -> SglaunchApp:
     nvml = nvml or FakeNvml(
         [], init_error=NVMLError_LibraryNotFound("NVML Shared Library Not Found")
@@ -36,6 +38,7 @@ def make_app(
         oracle_findings=fake_findings if oracle is not None else None,
         schema_loader=schema_loader,
         server_factory=server_factory,
+        profile_dir=profile_dir,
     )
     return SglaunchApp(
         schema=bundled_schema(),
@@ -44,6 +47,7 @@ def make_app(
         gpu_spec=gpu_spec,
         argv=argv,
         debounce=debounce,
+        profile=profile,
     )
 
 

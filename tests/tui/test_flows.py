@@ -7,16 +7,17 @@ from pathlib import Path
 
 from textual.widgets import DataTable, Input, OptionList, TextArea
 
+from sglaunch.tui.app import SglaunchApp
+from sglaunch.tui.screens.card import CardScreen
+from sglaunch.tui.screens.dialogs import GpuScreen, OpenModelScreen, PasteScreen, ResolvedScreen
+from sglaunch.tui.widgets.findings import FindingsPanel
+from sglaunch.tui.widgets.flag_editor import FlagEditor
+from sglaunch.tui.widgets.row_list import RowList
 from sglaunch.validators.findings import Severity
 from tests.conftest import model_dir
 from tests.fakes.nvml import B200, H100, FakeNvml, gpu
 from tests.fakes.oracle import FakeOracle
 from tests.tui.conftest import make_app, plain
-from tui.app import SglaunchApp
-from tui.screens.card import CardScreen
-from tui.screens.dialogs import GpuScreen, OpenModelScreen, PasteScreen, ResolvedScreen
-from tui.widgets.findings import FindingsPanel
-from tui.widgets.flag_editor import FlagEditor
 
 DP_ERROR = "MiniCPM does not support DP attention"
 
@@ -169,9 +170,9 @@ async def test_search_radix_then_toggle() -> None:
         await settle(app, pilot)
         await search(pilot, "radix")
         editor = app.screen_query(FlagEditor)
-        keys = [str(r.key.value) for r in editor.query_one(DataTable).ordered_rows]
+        keys = editor.query_one(RowList).row_keys()
         assert "disable_radix_cache" in keys
-        from tui.widgets.flag_editor import _haystack
+        from sglaunch.tui.widgets.flag_editor import _haystack
 
         assert all(
             "radix" in _haystack(app.schema.by_dest[k]) for k in keys if not k.startswith("group:")
@@ -328,11 +329,7 @@ async def test_help_text_from_sglang_is_shown_and_searchable() -> None:
         await settle(app, pilot)
         await search(pilot, "prefix caching")
         editor = app.screen_query(FlagEditor)
-        keys = [
-            str(r.key.value)
-            for r in editor.query_one(DataTable).ordered_rows
-            if not str(r.key.value).startswith("group:")
-        ]
+        keys = [k for k in editor.query_one(RowList).row_keys() if not k.startswith("group:")]
         assert keys == ["disable_radix_cache"]
         await pilot.pause()
         assert "Disable RadixAttention" in plain(app.screen.query_one("#flag-help"))

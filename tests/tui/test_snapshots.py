@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from textual.widgets import OptionList, TextArea
 
+from sglaunch.tui.app import SglaunchApp
 from tests.fakes.oracle import FakeOracle
 from tests.tui.conftest import make_app
-from tui.app import SglaunchApp
 
 DP_LINE = ["--tp", "4", "--enable-dp-attention", "--dp-size", "4"]
 

@@ -1,6 +1,6 @@
 """Every sglang flag in one table, searchable, with the right control for the focused flag.
 
-The table is one DataTable (hundreds of rows render instantly); only the
+The table is one RowList (each row rendered once, cached); only the
 focused flag gets live controls in the detail pane beneath it: a switch for
 on/off flags, a select for choices, a validated input for numbers and text,
 a list input for flags that take several values, and a reset.
@@ -17,13 +17,41 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import Button, DataTable, Input, Label, Select, Static, Switch
+from textual.widgets import Button, Input, Label, Select, Static, Switch
 
 from sglaunch.flags.schema import FlagSchema, FlagSpec
 from sglaunch.session import FlagValueError, display_value, parse_value
-from tui.groups import Group, build_groups
+from sglaunch.tui.groups import Group, build_groups
+from sglaunch.tui.widgets.row_list import RowHeader, RowList
 
 UNSET = "(sglang decides)"
+VALUE_W, DEFAULT_W = 14, 10
+NAME_MIN, NAME_MAX = 18, 40
+
+
+def name_width(total: int) -> int:
+    """The flag-name column gets what the value and default columns leave."""
+    return max(NAME_MIN, min(NAME_MAX, total - VALUE_W - DEFAULT_W - 4))
+
+
+def _cell(text: Text | str, width: int) -> Text:
+    t = text if isinstance(text, Text) else Text(text)
+    t = t.copy()
+    t.truncate(width, overflow="ellipsis", pad=True)
+    return t
+
+
+def _header(name_w: int) -> Text:
+    text = Text.assemble(
+        "  ",
+        _cell("flag", name_w),
+        " ",
+        _cell("value", VALUE_W),
+        " ",
+        _cell("default", DEFAULT_W),
+        style="bold",
+    )
+    return text
 
 
 def _type_words(spec: FlagSpec) -> str:
@@ -81,22 +109,25 @@ class FlagEditor(Vertical):
         self.flagged: set[str] = set()  # flags named by an error
         self.query_text = ""
         self.current: str | None = None
+        self.name_w = 34
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="Search flags by name or help  ( / )", id="flag-search")
-        table: DataTable[Text] = DataTable(id="flag-table", cursor_type="row", zebra_stripes=False)
-        yield table
+        yield RowHeader(_header(self.name_w), id="flag-header")
+        yield RowList(id="flag-table")
         yield FlagDetail(id="flag-detail")
 
     def on_mount(self) -> None:
-        table = self.query_one("#flag-table", DataTable)
-        # fixed widths: a few flag names are 60+ characters and would push the
-        # value column off screen
-        table.add_column(" ", key="mark", width=1)
-        table.add_column("flag", key="flag", width=32)
-        table.add_column("value", key="value", width=14)
-        table.add_column("default", key="default", width=10)
         self.rebuild()
+
+    def on_resize(self) -> None:
+        width = name_width(self.query_one("#flag-table", RowList).size.width)
+        if width != self.name_w and self.query_one("#flag-table", RowList).size.width:
+            self.name_w = width
+            header = self.query_one("#flag-header", RowHeader)
+            header.text = _header(width)
+            header.refresh()
+            self.rebuild()
 
     def set_schema(self, schema: FlagSchema) -> None:
         """Swap in another schema of the same sglang (e.g. one with help text)."""
@@ -118,31 +149,27 @@ class FlagEditor(Vertical):
         return out
 
     def rebuild(self) -> None:
-        table = self.query_one("#flag-table", DataTable)
+        table = self.query_one("#flag-table", RowList)
         keep = self.current
-        table.clear()
+        rows: list[tuple[str, Text]] = []
+        headings: set[str] = set()
         for group, specs in self.matching():
-            table.add_row(
-                Text(""),
-                Text(group.title, style="bold underline"),
-                Text(""),
-                Text(""),
-                key=f"group:{group.title}",
-            )
-            for spec in specs:
-                table.add_row(*self._cells(spec), key=spec.dest)
+            key = f"group:{group.title}"
+            headings.add(key)
+            rows.append((key, Text(group.title, style="bold underline")))
+            rows.extend((spec.dest, self._row(spec)) for spec in specs)
+        table.set_rows(rows, skip=headings)
         if keep is not None and keep in self._row_keys():
             self.select(keep, focus=False)
-        elif table.row_count:
+        else:
             first = next((k for k in self._row_keys() if not k.startswith("group:")), None)
             if first:
                 self.select(first, focus=False)
 
     def _row_keys(self) -> list[str]:
-        table = self.query_one("#flag-table", DataTable)
-        return [str(r.key.value) for r in table.ordered_rows]
+        return self.query_one("#flag-table", RowList).row_keys()
 
-    def _cells(self, spec: FlagSpec) -> tuple[Text, Text, Text, Text]:
+    def _row(self, spec: FlagSpec) -> Text:
         changed = spec.dest in self.values
         mark = Text("●", style="bold yellow") if changed else Text(" ")
         if spec.dest in self.flagged:
@@ -155,27 +182,30 @@ class FlagEditor(Vertical):
             if changed
             else Text("")
         )
-        return mark, name, value, Text(_default_text(spec), style="dim")
+        return Text.assemble(
+            mark,
+            " ",
+            _cell(name, self.name_w),
+            " ",
+            _cell(value, VALUE_W),
+            " ",
+            _cell(Text(_default_text(spec), style="dim"), DEFAULT_W),
+        )
 
     def refresh_values(self, values: Mapping[str, Any], flagged: set[str] | None = None) -> None:
-        """New flag values (and error marks): update the visible cells in place."""
+        """New flag values (and error marks): re-render just the rows that changed."""
         old_values, old_flagged = self.values, self.flagged
         self.values = dict(values)
         self.flagged = set(flagged or ())
-        table = self.query_one("#flag-table", DataTable)
+        table = self.query_one("#flag-table", RowList)
         touched = {
             d for d in set(old_values) | set(self.values) if old_values.get(d) != self.values.get(d)
         }
         touched |= old_flagged ^ self.flagged
-        keys = set(self._row_keys())
         for dest in touched:
             spec = self.schema.get(dest)
-            if spec is None or dest not in keys:
-                continue
-            mark, name, value, _ = self._cells(spec)
-            table.update_cell(dest, "mark", mark)
-            table.update_cell(dest, "flag", name)
-            table.update_cell(dest, "value", value)
+            if spec is not None:
+                table.update_row(dest, self._row(spec))
         if self.current is not None and self.current in touched:
             self.show_detail(self.current)
 
@@ -187,12 +217,9 @@ class FlagEditor(Vertical):
             self.query_one("#flag-search", Input).value = ""
             self.query_text = ""
             self.rebuild()
-        table = self.query_one("#flag-table", DataTable)
-        try:
-            index = table.get_row_index(dest)
-        except Exception:
+        table = self.query_one("#flag-table", RowList)
+        if not table.move_to(dest):
             return False
-        table.move_cursor(row=index)
         self.current = dest
         self.show_detail(dest)
         if focus:
@@ -213,22 +240,22 @@ class FlagEditor(Vertical):
     @on(Input.Submitted, "#flag-search")
     def _search_done(self, event: Input.Submitted) -> None:
         event.stop()
-        self.query_one("#flag-table", DataTable).focus()
+        self.query_one("#flag-table", RowList).focus()
 
-    @on(DataTable.RowHighlighted, "#flag-table")
-    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+    @on(RowList.Highlighted, "#flag-table")
+    def _highlighted(self, event: RowList.Highlighted) -> None:
         event.stop()
-        key = str(event.row_key.value)
+        key = event.key
         if key.startswith("group:"):
             return
         self.current = key
         self.show_detail(key)
         self.post_message(self.Highlighted(key))
 
-    @on(DataTable.RowSelected, "#flag-table")
-    def _selected(self, event: DataTable.RowSelected) -> None:
+    @on(RowList.Selected, "#flag-table")
+    def _selected(self, event: RowList.Selected) -> None:
         event.stop()
-        key = str(event.row_key.value)
+        key = event.key
         if key.startswith("group:"):
             return
         spec = self.schema.get(key)
@@ -299,6 +326,10 @@ class FlagDetail(Vertical):
             Text(help_text, style="" if spec.help else "dim italic")
         )
         if same and self._control_matches(value, is_set):
+            self._sync_reset(is_set)
+            return
+        if same and self._update_in_place(value, is_set):
+            self._sync_reset(is_set)
             return
         self.query_one("#flag-error", Label).display = False
         box = self.query_one("#flag-control", Horizontal)
@@ -326,6 +357,25 @@ class FlagDetail(Vertical):
         if isinstance(ctrl, Select):
             return ctrl.value == (value if is_set else Select.NULL)
         return False
+
+    def _update_in_place(self, value: Any, is_set: bool) -> bool:
+        """Show a value changed elsewhere (space on the row, a fix) without rebuilding the control."""
+        ctrl = self.control
+        if self.spec is None:
+            return False
+        if isinstance(ctrl, Switch):
+            with ctrl.prevent(Switch.Changed):
+                ctrl.value = bool(value) if is_set else bool(self.spec.default)
+            return True
+        if isinstance(ctrl, Select):
+            with ctrl.prevent(Select.Changed):
+                ctrl.value = value if is_set else Select.NULL
+            return True
+        return False
+
+    def _sync_reset(self, is_set: bool) -> None:
+        for button in self.query(".flag-reset").results(Button):
+            button.disabled = not is_set
 
     def _controls(self, spec: FlagSpec, value: Any, is_set: bool) -> list:  # type: ignore[type-arg]
         widgets: list = []  # type: ignore[type-arg]
@@ -409,8 +459,7 @@ class FlagDetail(Vertical):
         event.stop()
         if event.input is not self.control:
             return
-        table = self.screen.query_one("#flag-table", DataTable)
-        table.focus()
+        self.screen.query_one("#flag-table", RowList).focus()
 
     @on(Button.Pressed, ".flag-reset")
     def _reset(self, event: Button.Pressed) -> None:

@@ -37,7 +37,10 @@ def mem_fraction(inp: CheckInput) -> Iterator[Finding]:
     v = inp.value("mem_fraction_static")
     if not isinstance(v, int | float):
         return
-    unset = Fix(label="Remove --mem-fraction-static (sglang sizes it from the GPU)", unset=("mem_fraction_static",))
+    unset = Fix(
+        label="Remove --mem-fraction-static (sglang sizes it from the GPU)",
+        unset=("mem_fraction_static",),
+    )
     if v <= 0 or v >= 1:
         where = (
             "at or below 0 the weights leave no memory for the KV cache (ValueError at kv_cache_configurator.py:3050)"
@@ -87,7 +90,9 @@ def weights_fit(inp: CheckInput) -> Iterator[Finding]:
     ranks = max(tp_size(inp), 1) * max(pp_size(inp), 1)
     per_rank = m.weight_bytes / ranks
     frac = inp.value("mem_fraction_static")
-    budget = inp.gpu.primary.memory_total * (frac if isinstance(frac, float) and 0 < frac < 1 else 0.9)
+    budget = inp.gpu.primary.memory_total * (
+        frac if isinstance(frac, float) and 0 < frac < 1 else 0.9
+    )
     if per_rank <= budget:
         return
     gb = 1e9
@@ -99,7 +104,11 @@ def weights_fit(inp: CheckInput) -> Iterator[Finding]:
         f"{per_rank / gb:.0f} GB each, more than the {budget / gb:.0f} GB sglang can use on a "
         f"{inp.gpu.primary.name}: loading runs out of memory",
         flags=("tp_size",),
-        fixes=(Fix(label=f"Use --tp-size {_pow2_at_least(need)}", set={"tp_size": _pow2_at_least(need)}),),
+        fixes=(
+            Fix(
+                label=f"Use --tp-size {_pow2_at_least(need)}", set={"tp_size": _pow2_at_least(need)}
+            ),
+        ),
         ref=KV_SIZING,
     )
 

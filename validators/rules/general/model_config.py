@@ -43,7 +43,12 @@ def trust_remote_code(inp: CheckInput) -> Iterator[Finding]:
         message=f"The repository {path} contains custom code which must be executed to correctly load "
         "the model. Please pass the argument `trust_remote_code=True` to allow custom code to be run.",
         flags=("trust_remote_code",),
-        fixes=(Fix(label="Add --trust-remote-code (runs the checkpoint's own Python code)", set={"trust_remote_code": True}),),
+        fixes=(
+            Fix(
+                label="Add --trust-remote-code (runs the checkpoint's own Python code)",
+                set={"trust_remote_code": True},
+            ),
+        ),
         ref=CONFIG_LOAD,
         detail=f"model_type {m.model_type!r} is unknown to sglang's transformers and the config's auto_map "
         "points at Python files in the model folder.",
@@ -100,15 +105,25 @@ def unknown_architecture(inp: CheckInput) -> Iterator[Finding]:
 def context_length(inp: CheckInput) -> Iterator[Finding]:
     m = inp.model
     asked = inp.value("context_length")
-    if m is None or m.context_length is None or not isinstance(asked, int) or asked <= m.context_length:
+    if (
+        m is None
+        or m.context_length is None
+        or not isinstance(asked, int)
+        or asked <= m.context_length
+    ):
         return
     base = (
         f"Warning: User-specified context_length ({asked}) is greater than the derived context_length "
         f"({m.context_length}). This may lead to incorrect model outputs or CUDA errors. Note that the "
         "derived context_length may differ from max_position_embeddings in the model's config."
     )
-    allowed = inp.env_bool("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN") or inp.env_bool("SGLANG_IS_IN_CI")
-    fix = Fix(label=f"Use the model's maximum, {m.context_length}", set={"context_length": m.context_length})
+    allowed = inp.env_bool("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN") or inp.env_bool(
+        "SGLANG_IS_IN_CI"
+    )
+    fix = Fix(
+        label=f"Use the model's maximum, {m.context_length}",
+        set={"context_length": m.context_length},
+    )
     if allowed:
         yield Finding(
             code="context-length-exceeds-model",
@@ -123,9 +138,15 @@ def context_length(inp: CheckInput) -> Iterator[Finding]:
     yield Finding(
         code="context-length-exceeds-model",
         severity=Severity.ERROR,
-        message=base + " To allow overriding this maximum, set the env var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1",
+        message=base
+        + " To allow overriding this maximum, set the env var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1",
         flags=("context_length",),
-        fixes=(fix, Fix(label="Remove --context-length (sglang uses the model's)", unset=("context_length",))),
+        fixes=(
+            fix,
+            Fix(
+                label="Remove --context-length (sglang uses the model's)", unset=("context_length",)
+            ),
+        ),
         ref=CONTEXT,
     )
 
@@ -150,7 +171,10 @@ card(
     before="sglang serve --model-path openbmb/MiniCPM4-8B",
     after="sglang serve --model-path openbmb/MiniCPM4-8B --trust-remote-code",
     related=("model-config-invalid",),
-    patterns=(r"contains custom code which must be executed", r"references custom code contained in"),
+    patterns=(
+        r"contains custom code which must be executed",
+        r"references custom code contained in",
+    ),
     ref="sglang/" + CONFIG_LOAD,
     stage="config",
 )
@@ -170,8 +194,8 @@ card(
         "Fix config.json as the message says (compare with the model's published config).",
         "If the model is newer than sglang 0.5.23, upgrade sglang.",
     ),
-    before="model_type: minicpm_sala, mixer_types: [\"mamba\"]",
-    after="model_type: minicpm_sala, mixer_types: [\"minicpm4\", \"lightning\"]",
+    before='model_type: minicpm_sala, mixer_types: ["mamba"]',
+    after='model_type: minicpm_sala, mixer_types: ["minicpm4", "lightning"]',
     related=("trust-remote-code",),
     patterns=(
         r"Unsupported mixer type",

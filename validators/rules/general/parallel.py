@@ -104,7 +104,10 @@ def dp_with_attn_dp(inp: CheckInput) -> Iterator[Finding]:
             flags=("dp_size", "attn_dp_size"),
             fixes=(
                 Fix(label="Keep attention DP, drop the replicas", unset=("dp_size",)),
-                Fix(label="Keep the replicas, drop attention DP", unset=("attn_dp_size", "enable_dp_attention")),
+                Fix(
+                    label="Keep the replicas, drop attention DP",
+                    unset=("attn_dp_size", "enable_dp_attention"),
+                ),
             ),
             ref=f"{HOOK}:288",
         )
@@ -120,13 +123,20 @@ def attn_dp_divides_tp(inp: CheckInput) -> Iterator[Finding]:
     a, t = attn_dp_size(inp), tp_size(inp)
     if a > 1 and t > 0 and dp_size(inp) <= 1 and t % a != 0:
         via = " (from --enable-dp-attention --dp-size)" if translates_deprecated_dp(inp) else ""
-        fixes = (Fix(label=f"Set --tp-size {a} (attention DP runs inside the TP group)", set={"tp_size": a}),)
+        fixes = (
+            Fix(
+                label=f"Set --tp-size {a} (attention DP runs inside the TP group)",
+                set={"tp_size": a},
+            ),
+        )
         yield Finding(
             code="attn-dp-divides-tp",
             severity=Severity.ERROR,
             message=f"--attn-dp-size {a}{via} does not divide --tp-size {t}: sglang stops with a bare "
             f"AssertionError (assert tp_size % attn_dp_size == 0)",
-            flags=("attn_dp_size", "tp_size") if not via else ("enable_dp_attention", "dp_size", "tp_size"),
+            flags=("attn_dp_size", "tp_size")
+            if not via
+            else ("enable_dp_attention", "dp_size", "tp_size"),
             fixes=fixes,
             ref=f"{HOOK}:326",
             detail="Attention DP splits the tensor-parallel group into attention replicas, so it needs "
@@ -170,6 +180,53 @@ def multinode_dp(inp: CheckInput) -> Iterator[Finding]:
             "(--attn-dp-size) across nodes",
             flags=("dp_size", "nnodes"),
             ref=f"{VALIDATION}:199 (check_server_args)",
+        )
+
+
+@rule(
+    "elastic-ep-join",
+    summary="--elastic-ep-join-mode needs an elastic EP backend (and, to scale, a joining rank)",
+    mirrors="resolution",
+    ref=f"{HOOK}:547",
+)
+def elastic_ep_join(inp: CheckInput) -> Iterator[Finding]:
+    mode = inp.value("ep_join_mode")
+    if mode is None:
+        return
+    backend = inp.value("elastic_ep_backend")
+    if backend in (None, "none"):
+        yield Finding(
+            code="elastic-ep-join",
+            severity=Severity.ERROR,
+            message="--elastic-ep-join-mode requires --elastic-ep-backend to be set.",
+            flags=("ep_join_mode", "elastic_ep_backend"),
+            fixes=(
+                Fix(label="Remove --elastic-ep-join-mode", unset=("ep_join_mode",)),
+                Fix(
+                    label="Use the mooncake elastic EP backend",
+                    set={"elastic_ep_backend": "mooncake"},
+                ),
+            ),
+            ref=f"{HOOK}:547",
+        )
+    elif mode == "scale" and _int(inp.value("node_rank"), 0) != 1:
+        yield Finding(
+            code="elastic-ep-join",
+            severity=Severity.ERROR,
+            message="Elastic EP scale-up requires one joining TP group at "
+            f"--node-rank 1 (got {_int(inp.value('node_rank'), 0)}).",
+            flags=("ep_join_mode", "node_rank"),
+            fixes=(Fix(label="Join as --node-rank 1", set={"node_rank": 1}),),
+            ref=f"{HOOK}:551",
+        )
+    elif mode == "scale" and _int(inp.value("ep_join_rank_offset"), 0) <= 0:
+        yield Finding(
+            code="elastic-ep-join",
+            severity=Severity.ERROR,
+            message="Elastic EP scale joiners require --elastic-ep-join-rank-offset set to the current "
+            "effective EP size.",
+            flags=("ep_join_mode", "ep_join_rank_offset"),
+            ref=f"{HOOK}:555",
         )
 
 
@@ -232,21 +289,33 @@ def parallel_gpus(inp: CheckInput) -> Iterator[Finding]:
     if dp > 1 and tp * pp <= have:
         fits = have // (tp * pp)
         fixes.append(
-            Fix(label=f"Run {fits} replica{'s' if fits != 1 else ''} (--dp-size {fits})", set={"dp_size": fits})
+            Fix(
+                label=f"Run {fits} replica{'s' if fits != 1 else ''} (--dp-size {fits})",
+                set={"dp_size": fits},
+            )
             if fits > 1
             else Fix(label="Run one replica (remove --dp-size)", unset=("dp_size",))
         )
     if tp > have and pp == 1 and dp == 1:
         fitting = _largest_dividing_tp(inp, have)
         if fitting:
-            fixes.append(Fix(label=f"Use --tp-size {fitting} (fits {have} GPU{'s' if have != 1 else ''})", set={"tp_size": fitting}))
+            fixes.append(
+                Fix(
+                    label=f"Use --tp-size {fitting} (fits {have} GPU{'s' if have != 1 else ''})",
+                    set={"tp_size": fitting},
+                )
+            )
     gpu_word = "visible" if inp.gpu.mode == "nvml" else "in the planned machine"
     yield Finding(
         code="parallel-gpus",
         severity=Severity.ERROR,
         message=f"{' × '.join(layout)} needs {need} GPUs but {have} {'is' if have == 1 else 'are'} {gpu_word}; "
         "sglang would fail at launch with 'CUDA error: invalid device ordinal'",
-        flags=tuple(d for d, v in (("tp_size", tp), ("pp_size", pp), ("dp_size", dp)) if v > 1 or d == "tp_size"),
+        flags=tuple(
+            d
+            for d, v in (("tp_size", tp), ("pp_size", pp), ("dp_size", dp))
+            if v > 1 or d == "tp_size"
+        ),
         fixes=tuple(fixes),
         ref="srt/distributed/bootstrap.py:133 (at launch, after resolution)",
         detail="sglang does not compare parallel sizes with the GPU count while resolving arguments; "
@@ -282,11 +351,21 @@ def heads_divide_tp(inp: CheckInput) -> Iterator[Finding]:
     elif kv >= t and kv % t != 0:
         problems.append(f"{kv} KV heads do not divide by --tp-size {t}")
     elif kv < t and t % kv != 0:
-        problems.append(f"--tp-size {t} is not a multiple of the {kv} KV heads (needed to replicate them)")
+        problems.append(
+            f"--tp-size {t} is not a multiple of the {kv} KV heads (needed to replicate them)"
+        )
     if not problems:
         return
-    good = [x for x in range(1, max(inp.gpu.count, t) + 1) if heads % x == 0 and (kv % x == 0 if kv >= x else x % kv == 0)]
-    fixes = tuple(Fix(label=f"Use --tp-size {x}", set={"tp_size": x}) for x in sorted(good, reverse=True)[:2] if x != t)
+    good = [
+        x
+        for x in range(1, max(inp.gpu.count, t) + 1)
+        if heads % x == 0 and (kv % x == 0 if kv >= x else x % kv == 0)
+    ]
+    fixes = tuple(
+        Fix(label=f"Use --tp-size {x}", set={"tp_size": x})
+        for x in sorted(good, reverse=True)[:2]
+        if x != t
+    )
     yield Finding(
         code="heads-divide-tp",
         severity=Severity.ERROR,
@@ -327,7 +406,9 @@ card(
     "--attn-dp-size must be positive",
     what="The attention-DP size counts attention replicas inside the TP group; 0 or less means nothing.",
     when="A typo, or a script that computes the size and gets 0.",
-    solutions=("Remove --attn-dp-size (default 1), or give a positive size that divides --tp-size.",),
+    solutions=(
+        "Remove --attn-dp-size (default 1), or give a positive size that divides --tp-size.",
+    ),
     before="sglang serve --model-path X --tp 4 --attn-dp-size 0",
     after="sglang serve --model-path X --tp 4",
     related=("attn-dp-divides-tp",),
@@ -350,7 +431,9 @@ card(
     before="sglang serve --model-path X --tp 8 --attn-dp-size 8 --dp-size 2",
     after="sglang serve --model-path X --tp 8 --attn-dp-size 8",
     related=("deprecated-dp-attention", "attn-dp-divides-tp"),
-    patterns=(r"data-parallel replicas combined with attention data parallelism are not supported",),
+    patterns=(
+        r"data-parallel replicas combined with attention data parallelism are not supported",
+    ),
     ref=f"sglang/{HOOK}:288",
 )
 
@@ -394,12 +477,35 @@ card(
     "Data-parallel replicas work on one node only",
     what="sglang 0.5.23 refuses --dp-size > 1 with --nnodes > 1; across nodes, use attention DP.",
     when="Scaling a single-node replica setup to several nodes.",
-    solutions=("Run one sglang server per node (with a router in front), or use --attn-dp-size across nodes.",),
+    solutions=(
+        "Run one sglang server per node (with a router in front), or use --attn-dp-size across nodes.",
+    ),
     before="sglang serve --model-path X --tp 8 --dp-size 2 --nnodes 2",
     after="sglang serve --model-path X --tp 16 --attn-dp-size 2 --nnodes 2",
     related=("nnodes-divides-tp", "dp-with-attn-dp"),
     patterns=(r"multi-node data-parallel replicas are not supported",),
     ref=f"sglang/{VALIDATION}:199",
+)
+
+card(
+    "elastic-ep-join",
+    "Joining an elastic EP deployment needs its backend",
+    what=(
+        "--elastic-ep-join-mode makes this server join (recover into, or scale up) an elastic "
+        "expert-parallel deployment. That needs the collective backend the deployment uses "
+        "(--elastic-ep-backend mooncake or nixl); scaling up also joins as TP group 1 "
+        "(--node-rank 1) at a rank offset equal to the current EP size."
+    ),
+    when="Elastic-EP flags copied from a MoE recipe without the rest of its setup.",
+    solutions=(
+        "Remove --elastic-ep-join-mode unless this server joins an elastic EP deployment.",
+        "Otherwise set --elastic-ep-backend (and --node-rank 1 and --elastic-ep-join-rank-offset to scale).",
+    ),
+    before="sglang serve --model-path X --elastic-ep-join-mode scale",
+    after="sglang serve --model-path X --elastic-ep-join-mode scale --elastic-ep-backend mooncake --node-rank 1 --elastic-ep-join-rank-offset 8",
+    related=("minicpm-dp-attention",),
+    patterns=(r"--elastic-ep-join-mode requires --elastic-ep-backend", r"Elastic EP scale"),
+    ref=f"sglang/{HOOK}:547",
 )
 
 card(

@@ -35,7 +35,11 @@ def chunked_page(inp: CheckInput) -> Iterator[Finding]:
             severity=Severity.ERROR,
             message="chunked_prefill_size must be divisible by page_size",
             flags=("chunked_prefill_size", "page_size"),
-            fixes=(Fix(label=f"Use --chunked-prefill-size {fixed}", set={"chunked_prefill_size": fixed}),),
+            fixes=(
+                Fix(
+                    label=f"Use --chunked-prefill-size {fixed}", set={"chunked_prefill_size": fixed}
+                ),
+            ),
             ref=f"{VALIDATION}:244 (check_server_args)",
             detail=f"--chunked-prefill-size {chunk} with --page-size {page}.",
         )
@@ -56,7 +60,12 @@ def served_name(inp: CheckInput) -> Iterator[Finding]:
             message="served_model_name cannot contain a colon (':') character. The colon is reserved for the "
             f"'model:adapter' syntax used in LoRA adapter specification. Invalid value: '{name}'",
             flags=("served_model_name",),
-            fixes=(Fix(label=f"Use {name.replace(':', '-')}", set={"served_model_name": name.replace(":", "-")}),),
+            fixes=(
+                Fix(
+                    label=f"Use {name.replace(':', '-')}",
+                    set={"served_model_name": name.replace(":", "-")},
+                ),
+            ),
             ref=f"{VALIDATION}:215 (check_server_args)",
         )
 

@@ -1,0 +1,130 @@
+"""How fast is the TUI? Prints numbers; the README quotes them.
+
+1. Process start to the first interactive frame, headless: a fresh interpreter
+   imports sglaunch, builds the app with its real collaborators (NVML probe,
+   model loader; the oracle starts in a worker and is not waited for) and
+   renders the main screen with every flag. Budget < 0.5 s.
+2. Keystroke to finding, built-in tier: toggling a flag that makes (or clears)
+   the MiniCPM DP-attention error, measured from the key press until the
+   findings panel shows the new verdict. Budget < 16 ms (one frame).
+3. The process never imports torch or sglang; transformers only in a worker
+   (checked and printed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import subprocess
+import sys
+import time
+
+CHILD = r"""
+import json, sys, time
+from sglaunch.tui.launch import build_app
+
+app = build_app(gpu=None, with_oracle=True)
+
+async def ready(pilot):
+    while app.first_frame_at is None:  # set after the first frame that shows the editor
+        await pilot.pause(0.01)
+    table = app.screen.query_one("#flag-table")
+    assert table.row_count > 500
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+    heavy = sorted(m for m in ("torch", "sglang", "transformers") if m in sys.modules)
+    print(json.dumps({"ready": app.first_frame_at, "settled": time.time(), "heavy": heavy}), flush=True)
+    app.exit()
+
+app.run(headless=True, size=(160, 50), auto_pilot=ready)
+"""
+
+RUNS = 5
+TOGGLES = 40
+
+
+def startup() -> tuple[list[float], list[float], list[str]]:
+    times, settled = [], []
+    heavy: list[str] = []
+    for _ in range(RUNS):
+        t0 = time.time()
+        out = subprocess.run(
+            [sys.executable, "-c", CHILD], capture_output=True, text=True, check=True
+        )
+        line = next(x for x in out.stdout.splitlines() if x.startswith("{"))
+        data = json.loads(line)
+        times.append(data["ready"] - t0)
+        settled.append(data["settled"] - t0)
+        heavy = data["heavy"]
+    return times, settled, heavy
+
+
+async def keystrokes() -> tuple[list[float], list[float]]:
+    """(key to findings updated, key to the next painted frame), in seconds."""
+    from textual import _compositor
+
+    from sglaunch.tui.widgets.findings import FindingsPanel
+    from sglaunch.tui.widgets.flag_editor import FlagEditor
+    from tests.tui.conftest import make_app
+
+    renders: list[tuple[float, float]] = []
+    original = _compositor.Compositor.render_update
+
+    def timed(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        start = time.perf_counter()
+        result = original(self, *args, **kwargs)
+        renders.append((start, time.perf_counter()))
+        return result
+
+    _compositor.Compositor.render_update = timed  # the bench only: when frames are painted
+    app = make_app(gpu_spec="H100x8", argv=["--tp", "2", "--dp-size", "2"])
+    handled, painted = [], []
+    async with app.run_test(size=(160, 50)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        editor = app.screen_query(FlagEditor)
+        editor.select("enable_dp_attention")
+        panel = app.screen_query(FindingsPanel)
+        await pilot.pause(0.2)
+        for _ in range(TOGGLES):
+            before = any(f.code == "minicpm-dp-attention" for f in panel.findings)
+            renders.clear()
+            t0 = time.perf_counter()
+            await pilot.press("space")
+            await pilot.pause(0.05)
+            after = any(f.code == "minicpm-dp-attention" for f in panel.findings)
+            assert after != before, "the toggle must flip the verdict"
+            handled.append(app.last_edit_done_at - t0)
+            frame = next(end for start, end in renders if start >= app.last_edit_done_at)
+            painted.append(frame - t0)
+    _compositor.Compositor.render_update = original
+    return handled, painted
+
+
+def main() -> None:
+    sys.path.insert(0, ".")
+    times, settled, heavy = startup()
+    print(
+        f"process start to first interactive frame (headless, {RUNS} runs): median {statistics.median(times):.3f} s, "
+        f"min {min(times):.3f} s  (budget 0.5 s)"
+    )
+    print(
+        f"process start to settled (GPUs probed, model loaded, first verdict): median {statistics.median(settled):.3f} s"
+    )
+    print(
+        f"heavy modules in the TUI process at that point: {heavy or 'none (no torch, sglang or transformers)'}"
+    )
+    handled, painted = asyncio.run(keystrokes())
+    print(
+        f"keystroke to finding shown, built-in tier ({TOGGLES} toggles): median {statistics.median(handled) * 1e3:.1f} ms, "
+        f"max {max(handled) * 1e3:.1f} ms  (budget 16 ms; rules + every panel updated)"
+    )
+    print(
+        f"keystroke to the next painted frame (headless 160x50): median {statistics.median(painted) * 1e3:.1f} ms, "
+        f"max {max(painted) * 1e3:.1f} ms"
+    )
+
+
+if __name__ == "__main__":
+    main()

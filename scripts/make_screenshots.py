@@ -1,0 +1,144 @@
+"""Render the app's key screens to screenshots/*.svg (the README shows them).
+
+    make screenshots        # or: .venv/bin/python scripts/make_screenshots.py
+
+The app renders itself (Textual's SVG export), with the same fakes the tests
+use: planning-mode GPUs, the fake oracle, the stand-in sglang server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from textual._doc import take_svg_screenshot  # noqa: E402
+from textual.widgets import OptionList, TextArea  # noqa: E402
+
+from sglaunch.runtime import Status  # noqa: E402
+from sglaunch.tui.app import SglaunchApp  # noqa: E402
+from tests.fakes.oracle import FakeOracle  # noqa: E402
+from tests.runtime.support import free_tcp_port  # noqa: E402
+from tests.tui.conftest import make_app  # noqa: E402
+from tests.tui.test_monitor_screen import factory  # noqa: E402
+
+OUT = ROOT / "screenshots"
+DP_LINE = ["--tp", "4", "--enable-dp-attention", "--dp-size", "4"]
+
+
+async def settle(pilot) -> None:  # type: ignore[no-untyped-def]
+    app: SglaunchApp = pilot.app
+    await app.workers.wait_for_complete()
+    await pilot.pause(0.2)
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+async def open_card(pilot) -> None:  # type: ignore[no-untyped-def]
+    await settle(pilot)
+    app: SglaunchApp = pilot.app
+    app.open_card(next(f for f in app.last_findings if f.code == "minicpm-dp-attention"))
+    await pilot.pause()
+
+
+async def paste(pilot) -> None:  # type: ignore[no-untyped-def]
+    await settle(pilot)
+    await pilot.press("ctrl+k")
+    await pilot.pause()
+    pilot.app.screen.query_one(TextArea).text = (
+        "python3 -m sglang.launch_server --model-path openbmb/MiniCPM4-8B \\\n"
+        "    --tp 4 --enable-dp-attention --dp-size 4 --trust-remote-code"
+    )
+    await pilot.pause()
+
+
+async def narrow(pilot) -> None:  # type: ignore[no-untyped-def]
+    await settle(pilot)
+    pilot.app.screen.query_one("#finding-list", OptionList).focus()
+    await pilot.pause()
+
+
+def monitor_until(status: Status) -> Callable[..., Awaitable[None]]:
+    async def run(pilot) -> None:  # type: ignore[no-untyped-def]
+        await settle(pilot)
+        await pilot.press("ctrl+l")
+        for _ in range(300):
+            await pilot.pause(0.1)
+            screen = pilot.app.screen
+            if getattr(screen, "state", None) is not None and screen.state.status is status:
+                break
+        await pilot.pause(1.5)
+
+    return run
+
+
+def shots() -> list[
+    tuple[str, Callable[[], SglaunchApp], tuple[int, int], Callable[..., Awaitable[None]]]
+]:
+    port = free_tcp_port()
+    port2 = free_tcp_port()
+    return [
+        (
+            "main",
+            lambda: make_app(oracle=FakeOracle(), gpu_spec="H100x8", argv=DP_LINE),
+            (160, 50),
+            settle,
+        ),
+        (
+            "card",
+            lambda: make_app(oracle=FakeOracle(), gpu_spec="H100x8", argv=DP_LINE),
+            (160, 50),
+            open_card,
+        ),
+        ("paste", lambda: make_app(oracle=FakeOracle(), gpu_spec="H100x8"), (120, 36), paste),
+        (
+            "narrow",
+            lambda: make_app(oracle=FakeOracle(), gpu_spec="H100x8", argv=DP_LINE),
+            (80, 24),
+            narrow,
+        ),
+        (
+            "monitor-ready",
+            lambda: make_app(
+                gpu_spec="H100x8",
+                model="example:llama-3.1-8b",
+                argv=["--port", str(port), "--enable-metrics"],
+                server_factory=factory("ok"),
+            ),
+            (160, 50),
+            monitor_until(Status.READY),
+        ),
+        (
+            "monitor-oom",
+            lambda: make_app(
+                gpu_spec="H100x8",
+                model="example:llama-3.1-8b",
+                argv=["--port", str(port2), "--mem-fraction-static", "0.9"],
+                server_factory=factory("oom_cuda_graph"),
+            ),
+            (160, 50),
+            monitor_until(Status.FAILED),
+        ),
+    ]
+
+
+def main() -> None:
+    import os
+    import tempfile
+
+    # run directories of the demo launches go to a scratch home, not the user's
+    os.environ["SGLAUNCH_HOME"] = tempfile.mkdtemp(prefix="sglaunch-shots-")
+    OUT.mkdir(exist_ok=True)
+    for name, build, size, before in shots():
+        svg = take_svg_screenshot(app=build(), terminal_size=size, run_before=before)
+        (OUT / f"{name}.svg").write_text(svg, encoding="utf-8")
+        print(f"screenshots/{name}.svg")
+
+
+if __name__ == "__main__":
+    asyncio.set_event_loop_policy(None)
+    main()

@@ -1,0 +1,106 @@
+"""Pilot tests of the monitor screen against the stand-in server: a full start, and a CUDA-graph OOM."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from dataclasses import replace
+
+from sglaunch.runtime import Monitor, Status
+from sglaunch.tui.app import SglaunchApp
+from sglaunch.tui.screens.monitor import MonitorScreen, PhaseRow
+from tests.runtime.support import FAKE, fake_env, free_tcp_port, wait_gone
+from tests.tui.conftest import make_app, plain
+
+
+def factory(scenario: str):  # type: ignore[no-untyped-def]
+    def build(spec):  # type: ignore[no-untyped-def]
+        fake = replace(
+            spec, command_prefix=(sys.executable, str(FAKE)), env={**spec.env, **fake_env(scenario)}
+        )
+        return Monitor(
+            fake,
+            probe_interval=0.1,
+            metrics_interval=0.2,
+            health_interval=None,
+            gpu_interval=None,
+            stop_grace=5.0,
+            startup_timeout=30.0,
+        )
+
+    return build
+
+
+async def wait_for(pilot, predicate, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        assert loop.time() < deadline, "timed out"
+        await pilot.pause(0.1)
+
+
+async def launch(app: SglaunchApp, pilot) -> MonitorScreen:  # type: ignore[no-untyped-def]
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+    await pilot.press("ctrl+l")
+    await pilot.pause()
+    screen = app.screen
+    assert isinstance(screen, MonitorScreen)
+    return screen
+
+
+async def test_full_start_then_stop() -> None:
+    port = free_tcp_port()
+    app = make_app(
+        gpu_spec="H100x8",
+        model="example:llama-3.1-8b",
+        argv=["--port", str(port), "--enable-metrics"],
+        server_factory=factory("ok"),
+    )
+    async with app.run_test(size=(160, 50)) as pilot:
+        screen = await launch(app, pilot)
+        await wait_for(pilot, lambda: screen.state.status is Status.READY)
+        await pilot.pause(0.5)
+        # every phase of the timeline is done, with what it did
+        for row in screen.query(PhaseRow):
+            assert plain(row.query_one(".phase-label")).startswith("●"), row.phase
+        assert "tokens" in plain(screen.query_one("#phase-kv_cache").query_one(".phase-detail"))
+        assert "KV tokens" in plain(screen.query_one("#summary"))
+        assert "ready at http://127.0.0.1:" in plain(screen.query_one("#status-line"))
+        # the log view follows the server's output and stays bounded
+        await pilot.pause(0.5)
+        log = screen.query_one("#log")
+        assert log.line_count > 10
+        assert any("fired up and ready to roll" in line for line in log.lines)
+        pids = screen.monitor.tree_pids()
+        assert pids
+        await pilot.press("s")
+        await wait_for(pilot, lambda: screen.state.status is Status.STOPPED)
+        assert wait_gone(pids) == set()
+        assert "stopped" in plain(screen.query_one("#status-line"))
+
+
+async def test_cuda_graph_oom_is_explained() -> None:
+    port = free_tcp_port()
+    app = make_app(
+        gpu_spec="H100x8",
+        model="example:llama-3.1-8b",
+        argv=["--port", str(port), "--mem-fraction-static", "0.9"],
+        server_factory=factory("oom_cuda_graph"),
+    )
+    async with app.run_test(size=(160, 50)) as pilot:
+        screen = await launch(app, pilot)
+        await wait_for(pilot, lambda: screen.state.status is Status.FAILED)
+        await pilot.pause(0.3)
+        assert screen.state.diagnosis is not None
+        failure = plain(screen.query_one("#failure"))
+        assert screen.query_one("#failure").has_class("-shown")
+        assert "CUDA graph" in failure or "cuda graph" in failure.lower()
+        # the fix goes the right way: less static memory for a capture OOM
+        fixes = screen.state.diagnosis.fixes
+        lowered = [f for f in fixes if "mem_fraction_static" in f.set]
+        assert lowered and lowered[0].set["mem_fraction_static"] < 0.9
+        row = screen.query_one("#phase-cuda_graph", PhaseRow)
+        assert plain(row.query_one(".phase-label")).startswith("✗")
+        assert "failed to start" in plain(screen.query_one("#status-line"))
+        assert wait_gone(screen.monitor.tree_pids()) == set()
