@@ -14,31 +14,20 @@ answer under 100 ms median.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
+from sglaunch.facts.model import model_path_for_sglang
 from sglaunch.facts.presets import parse_gpu_spec
 from sglaunch.oracle import Oracle
 
 ROOT = Path(__file__).resolve().parents[1]
-MINICPM = {
-    "architectures": ["MiniCPMForCausalLM"],
-    "model_type": "minicpm_sala",
-    "hidden_size": 256,
-    "intermediate_size": 512,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 4,
-    "num_hidden_layers": 2,
-    "vocab_size": 1024,
-    "max_position_embeddings": 4096,
-    "torch_dtype": "bfloat16",
-}
 BUDGET_MS = 100.0
 # sglang only imports on a CPU-only box through sglaunch's shims
 LAUNCH = (
@@ -102,8 +91,8 @@ def main() -> int:
     args = ap.parse_args()
 
     h100x2, b200 = parse_gpu_spec("H100x2"), parse_gpu_spec("B200x1")
-    with tempfile.TemporaryDirectory() as tmp:
-        (Path(tmp) / "config.json").write_text(json.dumps(MINICPM))
+    # the bundled MiniCPM SALA example: a MiniCPM architecture sglang loads without remote code
+    with contextlib.nullcontext(model_path_for_sglang("example:minicpm-sala")) as tmp:
         bad = ["--model-path", tmp, "--attn-dp-size", "2", "--tp-size", "2"]
         lines = [
             (bad, h100x2),

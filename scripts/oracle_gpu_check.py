@@ -18,24 +18,9 @@ import contextlib
 import json
 import os
 import sys
-import tempfile
 import threading
 import time
-from pathlib import Path
 from typing import Any
-
-MINICPM = {
-    "architectures": ["MiniCPMForCausalLM"],
-    "model_type": "minicpm_sala",
-    "hidden_size": 256,
-    "intermediate_size": 512,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 4,
-    "num_hidden_layers": 2,
-    "vocab_size": 1024,
-    "max_position_embeddings": 4096,
-    "torch_dtype": "bfloat16",
-}
 
 
 def gpu_processes(nvml: Any) -> set[int]:
@@ -86,6 +71,7 @@ def check(sglang_python: str | None) -> dict[str, Any]:
     except Exception as exc:
         return {"verdict": "CANNOT RUN", "reason": f"NVML: {exc}"}
     from sglaunch.facts.gpu import probe_gpus
+    from sglaunch.facts.model import model_path_for_sglang
     from sglaunch.oracle import Oracle
 
     try:
@@ -94,12 +80,13 @@ def check(sglang_python: str | None) -> dict[str, Any]:
         gpu = probe_gpus()
         before = gpu_processes(nvml)
         report: dict[str, Any] = {"gpu": gpu.describe(), "cuda": gpu.cuda_version}
-        with tempfile.TemporaryDirectory() as tmp, Oracle(sglang_python, timeout=30.0) as oracle:
+        # the bundled MiniCPM SALA example: loads without remote code
+        tmp = model_path_for_sglang("example:minicpm-sala")
+        with Oracle(sglang_python, timeout=30.0) as oracle:
             status = oracle.status
             report["sglang_python"] = status.python
             if not status.available:
                 return {**report, "verdict": "CANNOT RUN", "reason": status.reason}
-            (Path(tmp) / "config.json").write_text(json.dumps(MINICPM))
             argv = ["--model-path", tmp, "--tp-size", str(max(1, gpu.count))]
             answer = oracle.resolve(argv, {}, gpu)
             report["answer"] = (

@@ -400,6 +400,10 @@ class SglaunchApp(App[int]):
     def _jump(self, message: FindingsPanel.JumpTo) -> None:
         self.jump_to_flag(message.dest)
 
+    @on(FindingsPanel.LaunchPressed)
+    def _launch_pressed(self) -> None:
+        self.action_launch()
+
     @on(FindingsPanel.QuickFix)
     def _quick_fix(self, message: FindingsPanel.QuickFix) -> None:
         self.apply_fix(message.finding.fixes[0])
@@ -498,6 +502,16 @@ class SglaunchApp(App[int]):
         if ask:
             self.schedule_oracle()
         self.refresh_verdict()
+        self.screen_query(FindingsPanel).set_launch(self.launch_blocked_reason())
+
+    def launch_blocked_reason(self) -> str | None:
+        if self.session.model is None:
+            return "open a model first (ctrl+o)"
+        errors = [f for f in self.last_findings if f.severity is Severity.ERROR]
+        if errors:
+            more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+            return f"fix first: {errors[0].message}{more}"
+        return None
 
     def refresh_facts_line(self) -> None:
         """The narrow layout's one-line stand-in for the GPU and model panels."""

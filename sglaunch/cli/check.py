@@ -21,6 +21,7 @@ from sglaunch.flags.schema import FlagSchema, bundled_schema
 from sglaunch.validators.findings import sort_findings
 
 INHERITED_ENV_PREFIXES = ("SGLANG_", "SGL_")
+PARSE_CODES = ("unknown-flag", "ambiguous-flag", "invalid-flag-value")
 
 
 def parser() -> Parser:
@@ -148,6 +149,17 @@ def check_command(
 
     sglang_version: str | None = None
     paint = Painter(err)
+    if result.has_parse_errors:
+        # sglang's parser stops here (exit 2): say just that, one line per flag
+        for f in result.findings:
+            if f.code in PARSE_CODES:
+                print(f"sglaunch: {f.message}", file=err)
+        if as_json:
+            result.oracle_status = "skipped: sglang's parser would stop at the flag errors first"
+            data = result_json(result, schema=schema, argv=sglang_argv, sglang_version=None)
+            out.write(json.dumps(data, indent=2, default=_json_default) + "\n")
+            out.flush()
+        return int(ExitCode.USAGE)
     print(
         paint.dim(
             f"sglaunch check · {model_facts.architecture} ({source}) · {gpu.status or gpu.describe()}"

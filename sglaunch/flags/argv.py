@@ -206,7 +206,12 @@ def parse_argv(argv: Iterable[str], schema: FlagSchema) -> ParsedFlags:
                 i += 1
             continue
         if spec is None:
-            unknown.append(tok)
+            # its values go with it, as argparse lists them: "--foo 2", not "--foo" then "2"
+            group = [tok]
+            while i < len(tokens) and _is_value_token(tokens[i]) and "=" not in tok:
+                group.append(tokens[i])
+                i += 1
+            unknown.append(" ".join(group))
             continue
         name = spec.argparse_name
         out.spelled[spec.dest] = tok.split("=", 1)[0]
@@ -308,7 +313,7 @@ def parse_argv(argv: Iterable[str], schema: FlagSchema) -> ParsedFlags:
                 FlagIssueKind.UNKNOWN,
                 option=tok,
                 message=f"unrecognized arguments: {tok}",
-                suggestions=suggest(tok, schema) if tok.startswith("-") else (),
+                suggestions=suggest(tok.split()[0], schema) if tok.startswith("-") else (),
             )
         )
     return out

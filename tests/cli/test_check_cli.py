@@ -138,6 +138,17 @@ def test_env_flag(capsys: pytest.CaptureFixture[str]) -> None:
     assert "attention_backend=fa3" in err
 
 
+def test_flag_errors_are_one_line_each(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = run(
+        ["check", "--model", SALA, "--no-oracle", "--", "--tpp", "2", "--dp-size", "x"], capsys
+    )
+    assert rc == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 2
+    assert all(line.startswith("sglaunch: ") for line in lines)
+    assert any("invalid int value: 'x'" in line for line in lines)
+
+
 def test_unknown_flag_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     rc, _out, err = run(
         [

@@ -333,3 +333,18 @@ async def test_help_text_from_sglang_is_shown_and_searchable() -> None:
         assert keys == ["disable_radix_cache"]
         await pilot.pause()
         assert "Disable RadixAttention" in plain(app.screen.query_one("#flag-help"))
+
+
+async def test_launch_button_is_disabled_with_the_reason() -> None:
+    from textual.widgets import Button
+
+    app = make_app(gpu_spec="H100x8", argv=["--attn-dp-size", "2", "--tp", "2"])
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(app, pilot)
+        button = app.screen.query_one("#launch-button", Button)
+        assert button.disabled
+        assert DP_ERROR in plain(app.screen.query_one("#launch-reason"))
+        app.screen_query(FlagEditor).post_message(FlagEditor.Edited("attn_dp_size", None))
+        await pilot.pause()
+        assert not button.disabled
+        assert plain(app.screen.query_one("#launch-reason")).strip() == ""

@@ -8,9 +8,9 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import OptionList, Static
+from textual.widgets import Button, OptionList, Static
 from textual.widgets.option_list import Option
 
 from sglaunch.validators.findings import Finding, Severity
@@ -56,9 +56,28 @@ class FindingsPanel(Vertical):
         super().__init__(id=id)
         self.findings: list[Finding] = []
 
+    class LaunchPressed(Message):
+        pass
+
     def compose(self) -> ComposeResult:
         yield OptionList(id="finding-list")
         yield Static("", id="verdict")
+        with Horizontal(id="launch-row"):
+            yield Button("▶ Launch (ctrl+l)", id="launch-button", variant="success", compact=True)
+            yield Static("", id="launch-reason")
+
+    def set_launch(self, blocked_by: str | None) -> None:
+        """Disable the launch button while an error stands, and say which."""
+        button = self.query_one("#launch-button", Button)
+        button.disabled = blocked_by is not None
+        button.tooltip = blocked_by
+        reason = self.query_one("#launch-reason", Static)
+        reason.update(Text(blocked_by or "", style="red"))
+
+    @on(Button.Pressed, "#launch-button")
+    def _launch(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.post_message(self.LaunchPressed())
 
     def show(self, findings: Sequence[Finding]) -> None:
         self.findings = list(findings)
