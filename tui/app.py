@@ -384,6 +384,13 @@ class SglaunchApp(App[int]):
     @on(FlagEditor.Edited)
     def _edited(self, message: FlagEditor.Edited) -> None:
         t0 = time.perf_counter()
+        current = self.session.flags.get(message.dest)
+        if (message.value is None and message.dest not in self.session.flags) or (
+            message.value is not None
+            and message.dest in self.session.flags
+            and current == message.value
+        ):
+            return  # nothing changed: no re-check, no oracle request
         if message.value is None:
             self.session.unset_flag(message.dest)
         else:

@@ -8,12 +8,14 @@ validation uses both tiers for real.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,9 +36,16 @@ def real_sglang_python() -> str:
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("SGLAUNCH_HOME", str(tmp_path / "home"))
-    return tmp_path / "home"
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    home = tmp_path / "home"
+    monkeypatch.setenv("SGLAUNCH_HOME", str(home))
+    yield home
+    # whatever a test left running (a failed assertion before its own cleanup
+    # included): every server a run directory names is killed with its group
+    for run in (home / "data" / "runs").glob("*/run.json"):
+        pid = json.loads(run.read_text()).get("pid")
+        if pid:
+            stop_detached(int(pid))
 
 
 @pytest.fixture
@@ -96,10 +105,12 @@ def stop_detached(pid: int) -> None:
 
     try:
         procs = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
-    except psutil.NoSuchProcess:
+        group = os.getpgid(pid)
+    except (psutil.NoSuchProcess, ProcessLookupError):
         return
     pids = {p.pid for p in procs}
-    os.killpg(os.getpgid(pid), signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(group, signal.SIGKILL)
     assert wait_gone(pids) == set()
 
 

@@ -292,128 +292,92 @@ def _haystack(spec: FlagSpec) -> str:
 
 
 class FlagDetail(Vertical):
-    """The focused flag: what it is, its default, its help, and the control to change it."""
+    """The focused flag: what it is, its default, its help, and the control to change it.
+
+    The three kinds of control stay mounted and are shown or hidden: rebuilding
+    them on every cursor move raced with their own mounting (a Select's overlay),
+    and rebuilding the input while the user types fought the typing.
+    """
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.spec: FlagSpec | None = None
-        # the live control; old ones are still being removed when new ones mount,
-        # so controls carry a class, not an id, and events are matched by identity
         self.control: Switch | Select[Any] | Input | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("", id="flag-title")
         yield Static("", id="flag-help")
-        yield Horizontal(id="flag-control")
+        with Horizontal(id="flag-control"):
+            yield Switch(value=False, classes="flag-value", id="ctl-switch", animate=False)
+            yield Select[Any](
+                [],
+                prompt=UNSET,
+                classes="flag-value",
+                id="ctl-select",
+                allow_blank=True,
+                compact=True,
+            )
+            yield Input(classes="flag-value", id="ctl-input", compact=True)
+            yield Button("Reset", classes="flag-reset", variant="default", compact=True)
         yield Label("", id="flag-error")
+
+    def on_mount(self) -> None:
+        for ctl in self.query(".flag-value"):
+            ctl.display = False
+        self.query_one("#flag-error", Label).display = False
 
     def show(self, spec: FlagSpec, value: Any, is_set: bool) -> None:
         same = self.spec is not None and self.spec.dest == spec.dest
         self.spec = spec
-        title = Text.assemble(
-            (spec.name, "bold"),
-            ("  " + " ".join(spec.options[1:]), "dim") if len(spec.options) > 1 else "",
-            (f"   {_type_words(spec)} · default {_default_text(spec)}", "dim"),
-        )
-        if spec.deprecated and spec.new_flag:
-            title.append(f" · deprecated: use {spec.new_flag}", style="yellow")
-        self.query_one("#flag-title", Static).update(title)
-        help_text = (
-            spec.help
-            or "sglang's help text appears here when sglaunch can read it from your sglang installation."
-        )
-        self.query_one("#flag-help", Static).update(
-            Text(help_text, style="" if spec.help else "dim italic")
-        )
-        if same and self._control_matches(value, is_set):
-            self._sync_reset(is_set)
-            return
-        if same and self._update_in_place(value, is_set):
-            self._sync_reset(is_set)
-            return
-        self.query_one("#flag-error", Label).display = False
-        box = self.query_one("#flag-control", Horizontal)
-        box.remove_children()
-        widgets = self._controls(spec, value, is_set)
-        self.control = widgets[0]
-        box.mount_all(widgets)
-
-    def _control_matches(self, value: Any, is_set: bool) -> bool:
-        """Keep the live control (and the cursor in it) when it already shows this value."""
-        ctrl = self.control
-        if ctrl is None:
-            return False
-        if isinstance(ctrl, Input):
-            if not is_set:
-                return ctrl.value == ""
-            try:
-                return self.spec is not None and parse_value(self.spec, ctrl.value) == value
-            except FlagValueError:
-                return False
-        if isinstance(ctrl, Switch):
-            return ctrl.value == bool(
-                value if is_set else (self.spec.default if self.spec else False)
+        if not same:
+            title = Text.assemble(
+                (spec.name, "bold"),
+                ("  " + " ".join(spec.options[1:]), "dim") if len(spec.options) > 1 else "",
+                (f"   {_type_words(spec)} · default {_default_text(spec)}", "dim"),
             )
-        if isinstance(ctrl, Select):
-            return ctrl.value == (value if is_set else Select.NULL)
-        return False
-
-    def _update_in_place(self, value: Any, is_set: bool) -> bool:
-        """Show a value changed elsewhere (space on the row, a fix) without rebuilding the control."""
-        ctrl = self.control
-        if self.spec is None:
-            return False
-        if isinstance(ctrl, Switch):
-            with ctrl.prevent(Switch.Changed):
-                ctrl.value = bool(value) if is_set else bool(self.spec.default)
-            return True
-        if isinstance(ctrl, Select):
-            with ctrl.prevent(Select.Changed):
-                ctrl.value = value if is_set else Select.NULL
-            return True
-        return False
+            if spec.deprecated and spec.new_flag:
+                title.append(f" · deprecated: use {spec.new_flag}", style="yellow")
+            self.query_one("#flag-title", Static).update(title)
+            help_text = (
+                spec.help
+                or "sglang's help text appears here when sglaunch can read it from your sglang installation."
+            )
+            self.query_one("#flag-help", Static).update(
+                Text(help_text, style="" if spec.help else "dim italic")
+            )
+            self.query_one("#flag-error", Label).display = False
+        switch = self.query_one("#ctl-switch", Switch)
+        select = self.query_one("#ctl-select", Select)
+        field = self.query_one("#ctl-input", Input)
+        if spec.is_bool:
+            control: Switch | Select[Any] | Input = switch
+            with switch.prevent(Switch.Changed):
+                switch.value = bool(value) if is_set else bool(spec.default)
+        elif spec.choices:
+            control = select
+            with select.prevent(Select.Changed):
+                if not same:
+                    select.set_options([(str(c), c) for c in spec.choices])
+                select.value = value if is_set and value in spec.choices else Select.NULL
+        else:
+            control = field
+            # never rewrite the text under the user's cursor: it is the source of the value
+            if not (same and field.has_focus):
+                with field.prevent(Input.Changed):
+                    field.value = display_value(value) if is_set else ""
+                field.placeholder = (
+                    "space-separated values"
+                    if spec.is_list
+                    else f"{_type_words(spec)}; empty = sglang decides"
+                )
+        for ctl in (switch, select, field):
+            ctl.display = ctl is control
+        self.control = control
+        self._sync_reset(is_set)
 
     def _sync_reset(self, is_set: bool) -> None:
         for button in self.query(".flag-reset").results(Button):
             button.disabled = not is_set
-
-    def _controls(self, spec: FlagSpec, value: Any, is_set: bool) -> list:  # type: ignore[type-arg]
-        widgets: list = []  # type: ignore[type-arg]
-        if spec.is_bool:
-            current = bool(value) if is_set else bool(spec.default)
-            widgets.append(Switch(value=current, classes="flag-value", animate=False))
-        elif spec.choices:
-            options = [(str(c), c) for c in spec.choices]
-            widgets.append(
-                Select(
-                    options,
-                    value=value if is_set else Select.NULL,
-                    prompt=UNSET,
-                    classes="flag-value",
-                    allow_blank=True,
-                    compact=True,
-                )
-            )
-        else:
-            hint = (
-                "space-separated values"
-                if spec.is_list
-                else f"{_type_words(spec)}; empty = sglang decides"
-            )
-            widgets.append(
-                Input(
-                    value=display_value(value) if is_set else "",
-                    placeholder=hint,
-                    classes="flag-value",
-                    compact=True,
-                )
-            )
-        widgets.append(
-            Button(
-                "Reset", classes="flag-reset", variant="default", disabled=not is_set, compact=True
-            )
-        )
-        return widgets
 
     def focus_control(self) -> None:
         if self.control is not None:
@@ -423,22 +387,20 @@ class FlagDetail(Vertical):
         if self.spec is not None:
             self.post_message(FlagEditor.Edited(self.spec.dest, value))
 
-    @on(Switch.Changed)
+    @on(Switch.Changed, "#ctl-switch")
     def _switch(self, event: Switch.Changed) -> None:
         event.stop()
-        if event.switch is self.control:
-            self._emit(event.value)
+        self._emit(event.value)
 
-    @on(Select.Changed)
+    @on(Select.Changed, "#ctl-select")
     def _select(self, event: Select.Changed) -> None:
         event.stop()
-        if event.select is self.control:
-            self._emit(None if event.value is Select.NULL else event.value)
+        self._emit(None if event.value is Select.NULL else event.value)
 
-    @on(Input.Changed)
+    @on(Input.Changed, "#ctl-input")
     def _typed(self, event: Input.Changed) -> None:
         event.stop()
-        if self.spec is None or event.input is not self.control:
+        if self.spec is None:
             return
         err = self.query_one("#flag-error", Label)
         err.display = False
@@ -454,14 +416,16 @@ class FlagDetail(Vertical):
             return
         self._emit(value)
 
-    @on(Input.Submitted)
+    @on(Input.Submitted, "#ctl-input")
     def _submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        if event.input is not self.control:
-            return
         self.screen.query_one("#flag-table", RowList).focus()
 
     @on(Button.Pressed, ".flag-reset")
     def _reset(self, event: Button.Pressed) -> None:
         event.stop()
+        field = self.query_one("#ctl-input", Input)
+        if field.display:
+            with field.prevent(Input.Changed):
+                field.value = ""
         self._emit(None)
