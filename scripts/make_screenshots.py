@@ -23,6 +23,7 @@ from sglaunch.runtime import Status  # noqa: E402
 from sglaunch.tui.app import SglaunchApp  # noqa: E402
 from tests.fakes.oracle import FakeOracle  # noqa: E402
 from tests.runtime.support import free_tcp_port  # noqa: E402
+from tests.fakes.nvml import H100, FakeNvml, gpu  # noqa: E402
 from tests.tui.conftest import make_app  # noqa: E402
 from tests.tui.test_monitor_screen import factory  # noqa: E402
 
@@ -104,7 +105,7 @@ def shots() -> list[
         (
             "monitor-ready",
             lambda: make_app(
-                gpu_spec="H100x8",
+                nvml=FakeNvml([gpu(H100, i) for i in range(8)]),
                 model="example:llama-3.1-8b",
                 argv=["--port", str(port), "--enable-metrics"],
                 server_factory=factory("ok"),
@@ -115,7 +116,7 @@ def shots() -> list[
         (
             "monitor-oom",
             lambda: make_app(
-                gpu_spec="H100x8",
+                nvml=FakeNvml([gpu(H100, i) for i in range(8)]),
                 model="example:llama-3.1-8b",
                 argv=["--port", str(port2), "--mem-fraction-static", "0.9"],
                 server_factory=factory("oom_cuda_graph"),

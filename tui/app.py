@@ -45,7 +45,7 @@ from sglaunch.tui.screens.dialogs import (
 from sglaunch.tui.widgets.findings import FindingsPanel
 from sglaunch.tui.widgets.flag_editor import FlagEditor
 from sglaunch.tui.widgets.panels import CommandPreview, GpuPanel, ModelPanel
-from sglaunch.validators.cards import generic_card, get_card, match_card
+from sglaunch.validators.cards import card_for
 from sglaunch.validators.facts import GpuFacts, GpuMode, ModelFacts
 from sglaunch.validators.findings import Finding, Fix, Severity
 
@@ -204,6 +204,7 @@ class SglaunchApp(App[int]):
         self._saved_snapshot: tuple[Any, ...] | None = None
         self.first_frame_at: float | None = None
         self._model_shown: tuple[Any, ...] | None = None
+        self._model_wanted: str | None = None
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -225,7 +226,12 @@ class SglaunchApp(App[int]):
             gpu_panel.show(self.session.gpu, probing=True)
             self.probe_gpus()
         if self.initial_profile:
+            asked_model = self.initial_model
             self.open_profile(self.initial_profile)
+            if asked_model:  # `--model` beats the profile's model
+                self.session.model_source = asked_model
+                self.initial_model = asked_model
+                self.load_model(asked_model)
         elif self.initial_model:
             self.load_model(self.initial_model)
         self._saved_snapshot = (
@@ -249,8 +255,13 @@ class SglaunchApp(App[int]):
     def probe_gpus(self) -> None:
         self.post_message(GpusProbed(self.c.gpu_probe()))
 
-    @work(thread=True, exclusive=True, group="model")
     def load_model(self, source: str) -> None:
+        # only the latest request may land: an earlier, slower load is dropped when it ends
+        self._model_wanted = source
+        self._load_model(source)
+
+    @work(thread=True, exclusive=True, group="model")
+    def _load_model(self, source: str) -> None:
         started = time.perf_counter()
         try:
             facts = self.c.model_loader(source)
@@ -322,6 +333,8 @@ class SglaunchApp(App[int]):
 
     @on(ModelLoaded)
     def _model_loaded(self, message: ModelLoaded) -> None:
+        if message.source != self._model_wanted:
+            return
         self.model_error = None
         self.session.set_model(message.source, message.facts)
         snap = self._saved_snapshot
@@ -332,9 +345,13 @@ class SglaunchApp(App[int]):
 
     @on(ModelFailed)
     def _model_failed(self, message: ModelFailed) -> None:
+        if message.source != self._model_wanted:
+            return
         self.model_error = message.message
-        self.screen_query(ModelPanel).show_error(message.source, message.message)
-        self.notify(message.message, title="Model not loaded", severity="error", timeout=8)
+        kept = self.session.model.source if self.session.model is not None else None
+        self.screen_query(ModelPanel).show_error(message.source, message.message, kept=kept)
+        note = f"\nstill checking against {kept}" if kept else ""
+        self.notify(message.message + note, title="Model not loaded", severity="error", timeout=8)
 
     @on(SchemaLoaded)
     def _schema_loaded(self, message: SchemaLoaded) -> None:
@@ -424,11 +441,7 @@ class SglaunchApp(App[int]):
         self.screen_query(FlagEditor).select(dest, focus=True)
 
     def open_card(self, finding: Finding) -> None:
-        card = (
-            get_card(finding.code)
-            or match_card(finding.message)
-            or generic_card(finding.message, finding.source)
-        )
+        card = card_for(finding.code, finding.message, finding.source)
         before = self.session.command_line(display=True)
         afters = []
         for fix in finding.fixes[:1]:
@@ -736,7 +749,11 @@ class SglaunchApp(App[int]):
         name = self.profile_name or "unsaved launch"
         self.title = f"sglaunch · {name}{' *' if self.dirty or self.profile_name is None else ''}"
         errors = sum(1 for f in self.last_findings if f.severity is Severity.ERROR)
-        self.sub_title = f"{self.session.model_source or 'no model'} · " + (
+        model = self.session.model
+        if model is None:
+            self.sub_title = "no model loaded · ctrl+o to open one"
+            return
+        self.sub_title = f"{model.source} · " + (
             f"{errors} error{'s' if errors != 1 else ''}" if errors else "ready to launch"
         )
 
@@ -915,14 +932,22 @@ class SglaunchApp(App[int]):
             )
             return
         warnings = [f for f in self.last_findings if f.severity is Severity.WARNING]
-        if warnings:
-            body = "\n".join(f"! {w.message}" for w in warnings[:5])
+        lines = [f"! {w.message}" for w in warnings[:5]]
+        if self.session.gpu.mode is GpuMode.PLANNING:
+            # the checks were for a preset, not for GPUs sglang will find on this machine
+            lines.insert(
+                0,
+                f"! planning mode: checked for {self.session.gpu.describe()}, not for this "
+                "machine's GPUs; sglang will use whatever GPUs it finds here",
+            )
+        if lines:
 
             def go(yes: bool | None) -> None:
                 if yes:
                     self.start_launch()
 
-            self.push_screen(ConfirmScreen("Launch with warnings?", body, yes="Launch (y)"), go)
+            title = "Launch with warnings?" if warnings else "Launch in planning mode?"
+            self.push_screen(ConfirmScreen(title, "\n".join(lines), yes="Launch (y)"), go)
             return
         self.start_launch()
 
@@ -988,11 +1013,16 @@ class SglaunchApp(App[int]):
 
     async def action_quit(self) -> None:
         if not self.server_running():
-            if self.dirty and self.profile_name is not None:
+            if self.dirty:
+                what = (
+                    f"Changes to {self.profile_name} are not saved"
+                    if self.profile_name is not None
+                    else "This launch is not saved as a profile"
+                )
                 self.push_screen(
                     ConfirmScreen(
                         "Quit with unsaved changes?",
-                        f"Changes to {self.profile_name} are not saved (ctrl+s saves).",
+                        f"{what} (ctrl+s saves it).",
                         yes="Quit (y)",
                     ),
                     lambda yes: self.exit() if yes else None,

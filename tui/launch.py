@@ -15,8 +15,14 @@ def run_tui(
     gpu: str | None = None,
     sglang_python: str | None = None,
 ) -> int:
+    if profile is not None:
+        from sglaunch.profiles import ProfileStore
+
+        ProfileStore(None).load(profile)  # a missing or broken profile is a one-line error now
     app = build_app(model=model, profile=profile, gpu=gpu, sglang_python=sglang_python)
     result = app.run()
+    if app.return_code:  # an unhandled exception stopped the app; Textual printed it
+        return int(app.return_code)
     return int(result if isinstance(result, int) else ExitCode.OK)
 
 
@@ -61,7 +67,8 @@ def build_app(
     app = SglaunchApp(
         schema=bundled_schema(),
         collaborators=collab,
-        model=model or f"example:{DEFAULT_EXAMPLE}",
+        model=model or (None if profile else f"example:{DEFAULT_EXAMPLE}"),
         gpu_spec=gpu,
+        profile=profile,
     )
     return app

@@ -124,6 +124,16 @@ def generic_card(message: str, source: str = "") -> Card:
     )
 
 
+def card_for(code: str, message: str, source: str = "") -> Card:
+    """The card to show for a finding: its code's, else its message's, else one quoting it.
+
+    sglang's own errors share one code, so for them the message decides: a known message
+    gets its specific card, an unknown one a card that quotes it and where it was raised.
+    """
+    by_code = get_card(code) if code != "sglang-error" else None
+    return by_code or match_card(message) or generic_card(message, source)
+
+
 def _ensure_loaded() -> None:
     # Cards live beside the rules that produce them; importing the explicit
     # list registers them all.

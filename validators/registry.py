@@ -4,7 +4,7 @@ Like ruff's and pylint's registries: importing a module registers its rules
 (`@rule`) and cards (`card(...)`); order here is the order rules run in.
 """
 
-from sglaunch.validators import runtime_cards
+from sglaunch.validators import oracle_cards, runtime_cards
 from sglaunch.validators.rules.general import (
     backends,
     flags,
@@ -25,4 +25,5 @@ MODULES = (
     minicpm,
     minicpmv,
     runtime_cards,
+    oracle_cards,
 )

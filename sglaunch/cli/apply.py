@@ -19,6 +19,7 @@ from sglaunch.cli.render import Painter, print_findings, summary_line
 from sglaunch.errors import UserError
 from sglaunch.exitcodes import ExitCode
 from sglaunch.flags.schema import FlagSchema, bundled_schema
+from sglaunch.validators.facts import GpuMode
 from sglaunch.validators.findings import Finding, Severity
 
 MAX_FIX_ROUNDS = 5
@@ -72,6 +73,14 @@ def run(args: argparse.Namespace, *, err: TextIO | None = None) -> int:
             "31",
         )
         return int(ExitCode.VALIDATION)
+    if gpu.mode is GpuMode.PLANNING:
+        _say(
+            f"! planning mode: checked for {gpu.describe()}, not for GPUs found here; "
+            "sglang will use whatever GPUs this machine has",
+            err,
+            paint,
+            "33",
+        )
     return _launch(profile, python, answer, args, err)
 
 

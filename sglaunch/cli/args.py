@@ -38,3 +38,15 @@ def parse_env_pairs(pairs: Sequence[str] | None) -> dict[str, str]:
         k, v = pair.split("=", 1)
         out[k] = v
     return out
+
+
+def interpreter_path(value: str) -> str:
+    """`--sglang-python PATH`: a typo is a usage error now, not "sglang check: unavailable"."""
+    import os
+
+    full = os.path.abspath(os.path.expanduser(value))
+    if not os.path.exists(full):
+        raise argparse.ArgumentTypeError(f"{value}: no such file (give the python that has sglang)")
+    if not (os.path.isfile(full) and os.access(full, os.X_OK)):
+        raise argparse.ArgumentTypeError(f"{value}: not an executable file")
+    return value

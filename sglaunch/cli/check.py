@@ -12,7 +12,7 @@ from typing import Any
 
 from sglaunch import SGLANG_VERSION
 from sglaunch.checking import CheckResult, check_flags, merge_oracle, result_json
-from sglaunch.cli.args import Parser, parse_env_pairs, split_double_dash
+from sglaunch.cli.args import Parser, interpreter_path, parse_env_pairs, split_double_dash
 from sglaunch.cli.render import Painter, print_findings, summary_line
 from sglaunch.errors import UserError
 from sglaunch.exitcodes import ExitCode
@@ -51,7 +51,10 @@ def parser() -> Parser:
         help="an environment variable the server will see (repeatable); SGLANG_* from your shell count too",
     )
     p.add_argument(
-        "--sglang-python", metavar="PATH", help="the Python interpreter that has sglang installed"
+        "--sglang-python",
+        metavar="PATH",
+        type=interpreter_path,
+        help="the Python interpreter that has sglang installed",
     )
     p.add_argument(
         "--oracle-timeout", type=float, default=60.0, help="seconds to wait for sglang's verdict"

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from sglaunch import SGLANG_VERSION, __version__
-from sglaunch.cli.args import Parser
+from sglaunch.cli.args import Parser, interpreter_path
 from sglaunch.errors import UserError
 from sglaunch.exitcodes import ExitCode
 
@@ -92,7 +92,10 @@ def top_parser() -> Parser:
         help="with --apply: give up (and stop the server) if it is not ready by then",
     )
     p.add_argument(
-        "--sglang-python", metavar="PATH", help="the interpreter that has sglang installed"
+        "--sglang-python",
+        metavar="PATH",
+        type=interpreter_path,
+        help="the interpreter that has sglang installed",
     )
     return p
 

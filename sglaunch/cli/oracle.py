@@ -6,7 +6,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-from sglaunch.cli.args import Parser
+from sglaunch.cli.args import Parser, interpreter_path
 from sglaunch.errors import UserError
 
 
@@ -27,12 +27,12 @@ def parser() -> Parser:
     )
     setup.add_argument("--force", action="store_true", help="reinstall even when it looks ready")
     status = sub.add_parser("status", help="start the oracle and say whether it works")
-    status.add_argument("--sglang-python", metavar="PATH")
+    status.add_argument("--sglang-python", metavar="PATH", type=interpreter_path)
     status.add_argument("--json", action="store_true")
     schema = sub.add_parser(
         "schema", help="read the flag schema from the sglang interpreter (cached)"
     )
-    schema.add_argument("--sglang-python", metavar="PATH")
+    schema.add_argument("--sglang-python", metavar="PATH", type=interpreter_path)
     schema.add_argument("--refresh", action="store_true", help="read it again even when cached")
     return p
 

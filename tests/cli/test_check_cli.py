@@ -189,11 +189,22 @@ def test_non_numeric_tp_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
         (["explain"], "explain what"),
         (["explain", "no-such-code-xyz"], "no explanation"),
         (["--fix"], "--fix goes with --apply"),
+        (["check", "--model", SALA, "--sglang-python", "/no/such/python"], "no such file"),
+        (["--profile", "p", "--apply", "--sglang-python", "/no/such/python"], "no such file"),
+        (["oracle", "status", "--sglang-python", "/no/such/python"], "no such file"),
+        (["check", "--model", SALA, "--sglang-python", "/"], "not an executable file"),
+        # the TUI never starts for a profile that is not there
+        (["--profile", "no-such-profile"], "no profile named 'no-such-profile'"),
     ],
 )
 def test_bad_usage_one_line_exit_2(
-    argv: list[str], words: str, capsys: pytest.CaptureFixture[str]
+    argv: list[str],
+    words: str,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("SGLAUNCH_HOME", str(tmp_path))
     rc, _out, err = run(argv, capsys)
     assert rc == 2
     lines = [line for line in err.splitlines() if line.strip()]

@@ -213,3 +213,36 @@ def test_the_worker_side_imports_nothing_of_sglaunch() -> None:
                 assert not any(a.name.startswith("sglaunch") for a in node.names)
             elif isinstance(node, ast.ImportFrom):
                 assert not (node.module or "").startswith("sglaunch")
+
+
+def test_every_code_the_oracle_emits_has_a_card() -> None:
+    from sglaunch.oracle import findings as oracle_findings_module
+    from sglaunch.validators import oracle_cards
+    from sglaunch.validators.cards import get_card
+
+    codes = {
+        oracle_findings_module.ERROR_CODE,
+        oracle_findings_module.OVERRIDE_CODE,
+        oracle_findings_module.FAULT_CODE,
+    }
+    assert codes == {
+        oracle_cards.SGLANG_ERROR,
+        oracle_cards.SGLANG_OVERRIDE,
+        oracle_cards.ORACLE_FAULT,
+    }
+    for code in codes:
+        card = get_card(code)
+        assert card is not None, code
+        assert card.what and card.when and card.solutions, code
+
+
+def test_the_card_for_an_sglang_error_follows_its_message() -> None:
+    from sglaunch.validators.cards import card_for
+
+    unknown = card_for("sglang-error", "frobnicate must be even", "sglang:srt/x.py:3")
+    assert "frobnicate must be even" in unknown.what and "srt/x.py:3" in unknown.what
+    # a message sglaunch knows gets its own card, even under the shared code
+    known = card_for("sglang-error", "MiniCPM does not support DP attention")
+    assert known.code == "minicpm-dp-attention"
+    assert card_for("sglang-override", "sglang will set x=1").code == "sglang-override"
+    assert card_for("minicpm-dp-attention", "anything").code == "minicpm-dp-attention"

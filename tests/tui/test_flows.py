@@ -348,3 +348,62 @@ async def test_launch_button_is_disabled_with_the_reason() -> None:
         await pilot.pause()
         assert not button.disabled
         assert plain(app.screen.query_one("#launch-reason")).strip() == ""
+
+
+async def test_fast_typing_into_a_float_flag_keeps_every_keystroke() -> None:
+    app = make_app(oracle=FakeOracle(), gpu_spec="H100x8", debounce=0.01)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(app, pilot)
+        await search(pilot, "mem-fraction-static")
+        assert app.screen_query(FlagEditor).current == "mem_fraction_static"
+        await pilot.press("enter")
+        # every key without a pause between: the input must never be rewritten under the cursor
+        await pilot.press(*"0.75")
+        await settle(app, pilot)
+        assert app.session.flags["mem_fraction_static"] == 0.75
+        field = app.screen.query_one("#ctl-input", Input)
+        assert field.value == "0.75"
+        await pilot.press("backspace", "backspace", "backspace")
+        await settle(app, pilot)
+        assert field.value == "0"
+        assert app.session.flags["mem_fraction_static"] == 0.0
+
+
+async def test_fast_search_typing_narrows_without_errors() -> None:
+    app = make_app(gpu_spec="H100x8")
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("slash", *"attention-backend", "enter")
+        await settle(app, pilot)
+        assert app.is_running
+        keys = app.screen_query(FlagEditor).query_one(RowList).row_keys()
+        assert "attention_backend" in keys
+        await pilot.press("escape")
+        await pilot.press("slash", *"zzzz-no-such-flag")
+        await settle(app, pilot)
+        assert [
+            k
+            for k in app.screen_query(FlagEditor).query_one(RowList).row_keys()
+            if not k.startswith("group:")
+        ] == []
+
+
+async def test_launch_in_planning_mode_asks_first() -> None:
+    from sglaunch.tui.screens.dialogs import ConfirmScreen
+
+    launched: list[object] = []
+
+    def factory(spec: object) -> object:
+        launched.append(spec)
+        raise RuntimeError("not reached in this test")
+
+    app = make_app(gpu_spec="H100x8", model="example:llama-3.1-8b", server_factory=factory)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("ctrl+l")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)
+        assert "planning mode" in app.screen.body
+        await pilot.press("escape")
+        await pilot.pause()
+        assert launched == []

@@ -10,7 +10,11 @@ from sglaunch.runtime import Monitor, Status
 from sglaunch.tui.app import SglaunchApp
 from sglaunch.tui.screens.monitor import MonitorScreen, PhaseRow
 from tests.runtime.support import FAKE, fake_env, free_tcp_port, wait_gone
+from tests.fakes.nvml import H100, FakeNvml, gpu
 from tests.tui.conftest import make_app, plain
+
+# real (fake) GPUs: launching from planning mode asks first, tested in test_flows
+EIGHT_H100 = FakeNvml([gpu(H100, i) for i in range(8)])
 
 
 def factory(scenario: str):  # type: ignore[no-untyped-def]
@@ -52,7 +56,7 @@ async def launch(app: SglaunchApp, pilot) -> MonitorScreen:  # type: ignore[no-u
 async def test_full_start_then_stop() -> None:
     port = free_tcp_port()
     app = make_app(
-        gpu_spec="H100x8",
+        nvml=EIGHT_H100,
         model="example:llama-3.1-8b",
         argv=["--port", str(port), "--enable-metrics"],
         server_factory=factory("ok"),
@@ -83,7 +87,7 @@ async def test_full_start_then_stop() -> None:
 async def test_cuda_graph_oom_is_explained() -> None:
     port = free_tcp_port()
     app = make_app(
-        gpu_spec="H100x8",
+        nvml=EIGHT_H100,
         model="example:llama-3.1-8b",
         argv=["--port", str(port), "--mem-fraction-static", "0.9"],
         server_factory=factory("oom_cuda_graph"),

@@ -150,3 +150,50 @@ async def test_secrets_are_saved_as_references(tmp_path: Path) -> None:
     for f in tmp_path.rglob("*"):
         if f.is_file():
             assert "sk-VERY-SECRET" not in f.read_text(errors="ignore")
+
+
+async def test_quitting_an_edited_unsaved_launch_asks_but_an_untouched_one_does_not(
+    tmp_path: Path,
+) -> None:
+    app = make_app(gpu_spec="H100x8", profile_dir=tmp_path)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(app, pilot)
+        assert app.profile_name is None and not app.dirty
+        app.screen_query(FlagEditor).post_message(FlagEditor.Edited("tp_size", 2))
+        await pilot.pause()
+        await pilot.press("ctrl+q")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)
+        assert "not saved as a profile" in app.screen.body
+        await pilot.press("escape")
+        await pilot.pause()
+        app.screen_query(FlagEditor).post_message(FlagEditor.Edited("tp_size", None))
+        await pilot.pause()
+        assert not app.dirty  # back to where it started: nothing to lose
+        await pilot.press("ctrl+q")
+        await pilot.pause()
+    assert not app.is_running
+
+
+async def test_model_flag_beats_the_profile_model(tmp_path: Path) -> None:
+    ProfileStore(tmp_path).save(
+        Profile(name="p", model="example:minicpm-sala", flags={"tp_size": 2})
+    )
+    app = make_app(
+        gpu_spec="H100x8", model="example:llama-3.1-8b", profile="p", profile_dir=tmp_path
+    )
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(app, pilot)
+        assert app.profile_name == "p"
+        assert app.session.flags["tp_size"] == 2
+        assert app.session.model is not None
+        assert app.session.model.architecture == "LlamaForCausalLM"
+        assert app.dirty  # a different model than the profile holds
+
+
+def test_build_app_opens_the_profile_named_on_the_command_line() -> None:
+    from sglaunch.tui.launch import build_app
+
+    app = build_app(profile="p", with_oracle=False)
+    assert app.initial_profile == "p"
+    assert app.initial_model is None  # the profile's model, not the bundled example

@@ -330,7 +330,7 @@ class ConfirmScreen(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm", classes="dialog"):
             yield Static(Text(self.title_text, style="bold"), classes="dialog-title")
-            yield Static(self.body)
+            yield Static(Text(self.body))  # plain text: flag values may hold [brackets]
             with Horizontal(classes="dialog-buttons"):
                 yield Button(self.yes, id="confirm-yes", variant="warning")
                 yield Button(self.no, id="confirm-no")

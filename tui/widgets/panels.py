@@ -97,11 +97,15 @@ class ModelPanel(Static):
     def show_loading(self, source: str) -> None:
         self.update(Text(f"loading {source}…", style="dim"))
 
-    def show_error(self, source: str, message: str) -> None:
+    def show_error(self, source: str, message: str, *, kept: str | None = None) -> None:
         self.set_class(True, "-error")
+        still = f"\nstill checking against the previous model, {kept}" if kept else ""
         self.update(
             Text.assemble(
-                ("✗ ", "bold red"), (message, "red"), ("\nctrl+o to open another model", "dim")
+                ("✗ ", "bold red"),
+                (message, "red"),
+                (still, "yellow"),
+                ("\nctrl+o to open another model", "dim"),
             )
         )
 
