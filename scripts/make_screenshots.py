@@ -21,9 +21,9 @@ from textual.widgets import OptionList, TextArea  # noqa: E402
 
 from sglaunch.runtime import Status  # noqa: E402
 from sglaunch.tui.app import SglaunchApp  # noqa: E402
+from tests.fakes.nvml import H100, FakeNvml, gpu  # noqa: E402
 from tests.fakes.oracle import FakeOracle  # noqa: E402
 from tests.runtime.support import free_tcp_port  # noqa: E402
-from tests.fakes.nvml import H100, FakeNvml, gpu  # noqa: E402
 from tests.tui.conftest import make_app  # noqa: E402
 from tests.tui.test_monitor_screen import factory  # noqa: E402
 

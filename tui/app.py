@@ -420,6 +420,10 @@ class SglaunchApp(App[int]):
     def _open_card(self, message: FindingsPanel.OpenCard) -> None:
         self.open_card(message.finding)
 
+    @on(FindingsPanel.OpenOverrides)
+    def _open_overrides(self) -> None:
+        self.action_resolved()
+
     @on(FindingsPanel.JumpTo)
     def _jump(self, message: FindingsPanel.JumpTo) -> None:
         self.jump_to_flag(message.dest)
@@ -798,7 +802,19 @@ class SglaunchApp(App[int]):
             )
         elif o.revision == self.session.revision:
             answer_ok = bool(getattr(o.answer, "ok", False))
-            if answer_ok:
+            # errors sglang's resolution cannot see: they fail later, while the server starts
+            later = sum(
+                1
+                for f in self.last_findings
+                if f.severity is Severity.ERROR and f.source == "builtin"
+            )
+            if answer_ok and later:
+                text = Text(
+                    f"! sglang {o.version or ''} accepts these flags; "
+                    f"{later} error{'s' if later != 1 else ''} would stop the launch later",
+                    style="yellow",
+                )
+            elif answer_ok:
                 text = Text(
                     f"✓ confirmed by sglang {o.version or ''}: it accepts this launch",
                     style="green",
@@ -907,13 +923,24 @@ class SglaunchApp(App[int]):
             self.oracle.revision == self.session.revision
             and getattr(self.oracle.answer, "changed", None) is not None
         ):
-            changes = {k: (v[0], v[1]) for k, v in self.oracle.answer.changed.items()}
+            from sglaunch.oracle.findings import is_noise
+
+            explicit = set(getattr(self.oracle.answer, "explicit", None) or self.session.flags)
+            changes = {}
+            hidden = 0
+            for field, (asked, value) in self.oracle.answer.changed.items():
+                if field not in explicit and is_noise(field, asked, value):
+                    hidden += 1  # ports, the random seed, bookkeeping, features that stay off
+                    continue
+                changes[field] = (asked, value)
             source = f"(from sglang {self.oracle.version or ''}'s own resolution)"
         else:
             report = self.session.report or self.session.validate()
             changes = dict(report.changes)
+            explicit = set(self.session.flags)
+            hidden = 0
             source = "(predicted by the built-in rules; sglang's check has not answered)"
-        self.push_screen(ResolvedScreen(changes, source))
+        self.push_screen(ResolvedScreen(changes, source, explicit=explicit, hidden=hidden))
 
     def launch_blockers(self) -> list[Finding]:
         return [f for f in self.last_findings if f.severity is Severity.ERROR]

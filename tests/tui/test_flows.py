@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from textual.widgets import DataTable, Input, OptionList, TextArea
+from textual.widgets import DataTable, Input, OptionList, Static, TextArea
 
 from sglaunch.tui.app import SglaunchApp
 from sglaunch.tui.screens.card import CardScreen
@@ -68,8 +68,7 @@ async def test_card_fix_clears_the_error_and_unsets_the_flag() -> None:
         assert DP_ERROR in shown_messages(app)
         panel = app.screen_query(FindingsPanel)
         panel.query_one(OptionList).focus()
-        index = next(i for i, f in enumerate(panel.findings) if f.message == DP_ERROR)
-        panel.query_one(OptionList).highlighted = index
+        assert panel.highlight(next(f for f in panel.findings if f.message == DP_ERROR))
         await pilot.press("enter")
         await pilot.pause()
         assert isinstance(app.screen, CardScreen)
@@ -407,3 +406,94 @@ async def test_launch_in_planning_mode_asks_first() -> None:
         await pilot.press("escape")
         await pilot.pause()
         assert launched == []
+
+
+async def test_go_to_flag_from_a_finding_clears_the_search_and_scrolls_to_it() -> None:
+    argv = ["--enable-dp-attention", "--dp-size", "4", "--tp-size", "4"]
+    app = make_app(oracle=FakeOracle(), gpu_spec="H100x8", argv=argv)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(app, pilot)
+        await search(pilot, "tp-size")  # the flag the finding names is filtered out
+        findings = app.screen.query_one("#finding-list", OptionList)
+        findings.focus()
+        await pilot.pause()
+        assert findings.highlighted == 0  # the list starts on its first finding
+        panel = app.screen_query(FindingsPanel)
+        assert panel.highlight(next(f for f in panel.findings if "disable_radix_cache" in f.flags))
+        await pilot.press("g")
+        await pilot.pause()
+        await pilot.pause()
+        editor = app.screen_query(FlagEditor)
+        rows = editor.query_one(RowList)
+        assert editor.current == "disable_radix_cache"
+        assert app.focused is rows
+        assert rows.scroll_offset.y <= rows.cursor < rows.scroll_offset.y + rows.size.height
+
+
+async def test_verdict_says_when_sglang_accepts_but_a_launch_time_error_remains() -> None:
+    app = make_app(oracle=FakeOracle(), gpu_spec="H100x8", argv=["--mem-fraction-static", "1.2"])
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(app, pilot)
+        await pilot.pause(0.2)
+        await settle(app, pilot)
+        assert app.oracle.revision == app.session.revision
+        verdict = plain(app.screen.query_one("#verdict"))
+        assert "accepts these flags" in verdict and "1 error would stop the launch later" in verdict
+        assert app.launch_blockers()
+
+
+async def test_sglang_overrides_collapse_into_one_line_that_opens_them_all() -> None:
+    from sglaunch.tui.widgets.findings import FindingsPanel as Panel
+    from sglaunch.validators.findings import Finding, Override
+
+    def override(field: str, value: object) -> Finding:
+        return Finding(
+            code="sglang-override",
+            severity=Severity.OVERRIDE,
+            message=f"sglang will set {field}={value}",
+            flags=(field,),
+            source="sglang",
+            override=Override(field=field, asked=None, value=value),
+        )
+
+    app = make_app(oracle=FakeOracle(), gpu_spec="H100x8", argv=["--tp-size", "2"])
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(app, pilot)
+        panel = app.screen_query(Panel)
+        error = Finding(code="x-error", severity=Severity.ERROR, message="boom", flags=("tp_size",))
+        panel.show(
+            [error, override("chunked_prefill_size", 8192), override("cuda_graph_max_bs", 256)]
+        )
+        ol = panel.query_one(OptionList)
+        assert ol.option_count == 2  # the error, then one line for both overrides
+        summary = str(ol.get_option_at_index(1).prompt)
+        assert "change 2 values" in summary and "chunked_prefill_size" in summary
+        ol.focus()
+        ol.highlighted = 1
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ResolvedScreen)
+        await pilot.press("escape")
+        await pilot.pause()
+        # one override alone keeps its own line
+        panel.show([error, override("chunked_prefill_size", 8192)])
+        assert ol.option_count == 2
+        assert "chunked_prefill_size=8192" in str(ol.get_option_at_index(1).prompt)
+
+
+async def test_resolved_view_says_unset_for_defaults_and_counts_hidden_fields() -> None:
+    app = make_app(gpu_spec="H100x8")
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(app, pilot)
+        changes = {"chunked_prefill_size": (-1, 8192), "tp_size": (2, 2), "page_size": (None, 64)}
+        app.push_screen(ResolvedScreen(changes, "(test)", explicit={"tp_size"}, hidden=7))
+        await pilot.pause()
+        table = app.screen.query_one(DataTable)
+        rows = {
+            str(table.get_row_at(i)[0]): [str(c) for c in table.get_row_at(i)]
+            for i in range(table.row_count)
+        }
+        assert rows["chunked_prefill_size"][1] == "(unset: default -1)"
+        assert rows["page_size"][1] == "(unset)"
+        assert rows["tp_size"][1] == "2"
+        assert any("7 more not shown" in plain(s) for s in app.screen.query(Static))

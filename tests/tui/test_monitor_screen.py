@@ -9,8 +9,8 @@ from dataclasses import replace
 from sglaunch.runtime import Monitor, Status
 from sglaunch.tui.app import SglaunchApp
 from sglaunch.tui.screens.monitor import MonitorScreen, PhaseRow
-from tests.runtime.support import FAKE, fake_env, free_tcp_port, wait_gone
 from tests.fakes.nvml import H100, FakeNvml, gpu
+from tests.runtime.support import FAKE, fake_env, free_tcp_port, wait_gone
 from tests.tui.conftest import make_app, plain
 
 # real (fake) GPUs: launching from planning mode asks first, tested in test_flows

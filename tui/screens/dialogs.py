@@ -288,10 +288,20 @@ class ResolvedScreen(ModalScreen[None]):
 
     BINDINGS = [Binding("escape", "close", "Close")]
 
-    def __init__(self, changes: dict[str, tuple[object, object]], source: str) -> None:
+    def __init__(
+        self,
+        changes: dict[str, tuple[object, object]],
+        source: str,
+        *,
+        explicit: set[str] | None = None,
+        hidden: int = 0,
+    ) -> None:
         super().__init__()
         self.changes = changes
         self.source = source
+        # fields on the command line; for the rest "you asked" is sglang's default
+        self.explicit = explicit
+        self.hidden = hidden
 
     def compose(self) -> ComposeResult:
         with Vertical(id="resolved", classes="dialog"):
@@ -301,13 +311,25 @@ class ResolvedScreen(ModalScreen[None]):
             )
             table: DataTable[str] = DataTable(id="resolved-table", cursor_type="row")
             yield table
+            if self.hidden:
+                yield Static(
+                    Text(
+                        f"{self.hidden} more not shown: ports, the random seed, sglang's "
+                        "bookkeeping, and features that stay off",
+                        style="dim",
+                    )
+                )
             yield Button("Close (esc)", id="resolved-close")
 
     def on_mount(self) -> None:
         table = self.query_one("#resolved-table", DataTable)
         table.add_columns("field", "you asked", "sglang will use")
         for field, (asked, value) in sorted(self.changes.items()):
-            table.add_row(field, "(unset)" if asked is None else str(asked), str(value))
+            if self.explicit is not None and field not in self.explicit:
+                shown = "(unset)" if asked is None else f"(unset: default {asked})"
+            else:
+                shown = "(unset)" if asked is None else str(asked)
+            table.add_row(field, shown, str(value))
         if not self.changes:
             table.add_row("—", "nothing changes", "—")
         table.focus()

@@ -23,6 +23,22 @@ MARKS = {
 }
 
 
+OVERRIDE_CODE = "sglang-override"
+
+
+def overrides_text(overrides: Sequence[Finding]) -> Text:
+    fields = [f.override.field for f in overrides if f.override is not None]
+    shown = ", ".join(fields[:4]) + (f", +{len(fields) - 4} more" if len(fields) > 4 else "")
+    mark, style = MARKS[Severity.OVERRIDE]
+    return Text.assemble(
+        (mark + " ", style),
+        (f"sglang will also change {len(overrides)} values", "bold"),
+        "\n  ",
+        shown,
+        ("  (enter: see them all)", "dim"),
+    )
+
+
 def finding_text(f: Finding) -> Text:
     mark, style = MARKS[f.severity]
     text = Text.assemble((mark + " ", style), (f.code, "bold"), "\n  ", f.message)
@@ -55,9 +71,14 @@ class FindingsPanel(Vertical):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.findings: list[Finding] = []
+        # what each line of the list is: a finding, or None for the overrides' summary
+        self._rows: list[Finding | None] = []
 
     class LaunchPressed(Message):
         pass
+
+    class OpenOverrides(Message):
+        """The summary line of sglang's own overrides was chosen: show them all."""
 
     def compose(self) -> ComposeResult:
         yield OptionList(id="finding-list")
@@ -84,6 +105,7 @@ class FindingsPanel(Vertical):
         ol = self.query_one("#finding-list", OptionList)
         keep = ol.highlighted
         ol.clear_options()
+        self._rows = []
         if not self.findings:
             ol.add_option(
                 Option(
@@ -95,11 +117,20 @@ class FindingsPanel(Vertical):
                 )
             )
         else:
+            # sglang's own overrides are context, not problems: past one, a single line
+            # that opens them all, so errors and warnings stay in view
+            oracle_overrides = [f for f in self.findings if f.code == OVERRIDE_CODE]
+            rows: list[Finding | None] = [
+                f for f in self.findings if len(oracle_overrides) < 2 or f.code != OVERRIDE_CODE
+            ]
+            if len(oracle_overrides) >= 2:
+                rows.append(None)
+            self._rows = rows
             ol.add_options(
-                [Option(finding_text(f), id=f"finding-{i}") for i, f in enumerate(self.findings)]
+                [Option(finding_text(f) if f else overrides_text(oracle_overrides)) for f in rows]
             )
-            if keep is not None and keep < len(self.findings):
-                ol.highlighted = keep
+            # the cursor stays where it was, or starts on the first (most severe) finding
+            ol.highlighted = keep if keep is not None and keep < len(rows) else 0
         errors = sum(1 for f in self.findings if f.severity is Severity.ERROR)
         self.border_title = (
             f"findings ({errors} error{'s' if errors != 1 else ''})" if errors else "findings"
@@ -111,9 +142,17 @@ class FindingsPanel(Vertical):
 
     def _current(self) -> Finding | None:
         ol = self.query_one("#finding-list", OptionList)
-        if ol.highlighted is None or not self.findings or ol.highlighted >= len(self.findings):
+        if ol.highlighted is None or not self.findings or ol.highlighted >= len(self._rows):
             return None
-        return self.findings[ol.highlighted]
+        return self._rows[ol.highlighted]
+
+    def highlight(self, finding: Finding) -> bool:
+        """Put the cursor on a finding's line (a collapsed override: on the summary)."""
+        for i, row in enumerate(self._rows):
+            if row is finding or (row is None and finding.code == OVERRIDE_CODE):
+                self.query_one("#finding-list", OptionList).highlighted = i
+                return True
+        return False
 
     @on(OptionList.OptionSelected, "#finding-list")
     def _selected(self, event: OptionList.OptionSelected) -> None:
@@ -121,6 +160,8 @@ class FindingsPanel(Vertical):
         f = self._current()
         if f is not None:
             self.post_message(self.OpenCard(f))
+        elif self.findings:
+            self.post_message(self.OpenOverrides())
 
     def action_jump(self) -> None:
         f = self._current()

@@ -160,7 +160,12 @@ class RowList(ScrollView, can_focus=True):
         if index is None:
             return False
         self.cursor = index
+        # after new rows the scroll range only settles on the next layout: scroll again then
+        self.call_after_refresh(self._show_cursor)
         return True
+
+    def _show_cursor(self) -> None:
+        self.scroll_to_region(Region(0, self.cursor, 1, 1), animate=False, immediate=True)
 
     # --- rendering ------------------------------------------------------------------
 
