@@ -147,14 +147,16 @@ class SglaunchApp(App[int]):
     TITLE = "sglaunch"
     SUB_TITLE = "launch assistant for SGLang"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-medium"), (150, "-wide")]
+    # priority: a text field (ctrl+k deletes to the end there) must not swallow them;
+    # check_action lets the key through to the field when the editor is not on screen
     BINDINGS = [
-        Binding("ctrl+o", "open_model", "Model"),
-        Binding("ctrl+g", "pick_gpus", "GPUs"),
-        Binding("ctrl+k", "paste", "Paste line"),
-        Binding("ctrl+r", "resolved", "Resolved"),
-        Binding("ctrl+l", "launch", "Launch"),
-        Binding("ctrl+s", "save_profile", "Save"),
-        Binding("f2", "profiles", "Profiles"),
+        Binding("ctrl+o", "open_model", "Model", priority=True),
+        Binding("ctrl+g", "pick_gpus", "GPUs", priority=True),
+        Binding("ctrl+k", "paste", "Paste line", priority=True),
+        Binding("ctrl+r", "resolved", "Resolved", priority=True),
+        Binding("ctrl+l", "launch", "Launch", priority=True),
+        Binding("ctrl+s", "save_profile", "Save", priority=True),
+        Binding("f2", "profiles", "Profiles", priority=True),
         Binding("slash", "search", "Search", show=False),
         Binding("c", "copy_command", "Copy", show=False),
         Binding("y", "toggle_preview", "YAML", show=False),
@@ -689,11 +691,14 @@ class SglaunchApp(App[int]):
 
     def action_save_profile(self) -> None:
         if self.profile_name is None:
-            self.action_profiles()
+            from sglaunch.profiles.profile import name_from_model
+
+            source = self.session.model_source
+            self.action_profiles(save_as=name_from_model(source) if source else "")
             return
         self.save_profile(self.profile_name)
 
-    def action_profiles(self) -> None:
+    def action_profiles(self, save_as: str | None = None) -> None:
         from sglaunch.tui.screens.profiles import ProfileAction, ProfilesScreen
 
         store = self.store()
@@ -747,7 +752,9 @@ class SglaunchApp(App[int]):
                     delete,
                 )
 
-        self.push_screen(ProfilesScreen(store.list(), self.profile_name, diff_with), done)
+        self.push_screen(
+            ProfilesScreen(store.list(), self.profile_name, diff_with, save_as=save_as), done
+        )
 
     def update_title(self) -> None:
         name = self.profile_name or "unsaved launch"
@@ -850,6 +857,26 @@ class SglaunchApp(App[int]):
         self.refresh_verdict()
 
     # --- actions ----------------------------------------------------------------------
+
+    # these act on the editor: over the monitor or a dialog they would act out of sight
+    EDITOR_ACTIONS = frozenset(
+        {
+            "open_model",
+            "pick_gpus",
+            "paste",
+            "resolved",
+            "launch",
+            "save_profile",
+            "profiles",
+            "search",
+            "copy_command",
+            "toggle_preview",
+            "focus_next_panel",
+        }
+    )
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return action not in self.EDITOR_ACTIONS or isinstance(self.screen, MainScreen)
 
     def action_search(self) -> None:
         self.screen_query(FlagEditor).focus_search()

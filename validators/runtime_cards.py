@@ -49,6 +49,7 @@ HEADROOM_LOW = "runtime-gpu-headroom-low"
 HEADROOM_HIGH = "runtime-gpu-headroom-high"
 METRICS_OFF = "runtime-metrics-off"
 NOT_INSTALLED = "runtime-sglang-not-installed"
+NO_GPU_RUNTIME = "runtime-no-gpu-runtime"
 
 LAUNCH = "sglang serve --model-path meta-llama/Llama-3.1-8B-Instruct"
 
@@ -418,6 +419,37 @@ card(
     related=(STARTUP_EXIT,),
     patterns=(r"No module named '?sglang", r"No module named sglang"),
     ref="python -m sglang.launch_server",
+    stage="runtime",
+)
+
+card(
+    NO_GPU_RUNTIME,
+    "This Python has sglang, but not what it needs to serve on a GPU",
+    what=(
+        "The server stopped while importing: its Python lacks the GPU half of sglang's stack "
+        "(triton, a CUDA build of PyTorch) or sees no NVIDIA driver. The CPU-only environment "
+        "sglaunch builds for checking flags (`sglaunch oracle setup`, .venv-sglang) is like "
+        "this on purpose: it resolves arguments, it cannot serve."
+    ),
+    when=(
+        "Launching with the checking environment, or with an environment where PyTorch was "
+        "installed without CUDA, or on a machine with no NVIDIA GPU or driver."
+    ),
+    solutions=(
+        "Launch with the Python of a full sglang install: --sglang-python /path/to/env/bin/python.",
+        "On a GPU machine, install sglang with its dependencies there (pip install sglang).",
+        "Without a GPU, plan and check only: `sglaunch check` and the editor need no server.",
+    ),
+    before="SGLAUNCH_SGLANG_PYTHON=.venv-sglang/bin/python sglaunch --profile p --apply",
+    after="sglaunch --profile p --apply --sglang-python ~/sglang-env/bin/python",
+    related=(NOT_INSTALLED, STARTUP_EXIT),
+    patterns=(
+        r"No module named '?triton",
+        r"Torch not compiled with CUDA enabled",
+        r"Found no NVIDIA driver on your system",
+        r"No CUDA GPUs are available",
+    ),
+    ref="sglang/srt/utils/common.py:91 (import triton)",
     stage="runtime",
 )
 

@@ -186,6 +186,22 @@ def test_traceback_helpers() -> None:
     assert last_traceback(["no traceback here"]) == ""
 
 
+def test_a_cpu_only_sglang_that_cannot_serve_is_explained() -> None:
+    # what sglang 0.5.23 prints from the CPU-only checking environment (measured here)
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "<frozen runpy>", line 189, in _run_module_as_main',
+        '  File "/env/lib/python3.11/site-packages/sglang/srt/utils/common.py", line 91, in <module>',
+        "    import triton",
+        "ModuleNotFoundError: No module named 'triton'",
+    ]
+    d = _diag(lines, rc_=1)
+    assert d.code == rc.NO_GPU_RUNTIME
+    assert "--sglang-python" in d.card.solutions[0]
+    # sglang itself missing stays its own card
+    assert _diag(["ModuleNotFoundError: No module named 'sglang'"], rc_=1).code == rc.NOT_INSTALLED
+
+
 def test_every_runtime_card_is_complete_and_findable() -> None:
     cards = rc.runtime_cards()
     assert len({c.code for c in cards}) == len(cards) >= 15

@@ -497,3 +497,19 @@ async def test_resolved_view_says_unset_for_defaults_and_counts_hidden_fields() 
         assert rows["page_size"][1] == "(unset)"
         assert rows["tp_size"][1] == "2"
         assert any("7 more not shown" in plain(s) for s in app.screen.query(Static))
+
+
+async def test_ctrl_keys_work_from_the_search_box_and_down_enters_the_results() -> None:
+    app = make_app(gpu_spec="H100x8")
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("slash", *"radix")
+        search_box = app.screen.query_one("#flag-search", Input)
+        assert app.focused is search_box
+        await pilot.press("down")
+        assert app.focused is app.screen_query(FlagEditor).query_one(RowList)
+        await pilot.press("slash")
+        assert app.focused is search_box
+        await pilot.press("ctrl+k")  # a text field's "delete to end" must not win
+        await pilot.pause()
+        assert isinstance(app.screen, PasteScreen)

@@ -108,3 +108,32 @@ async def test_cuda_graph_oom_is_explained() -> None:
         assert plain(row.query_one(".phase-label")).startswith("✗")
         assert "failed to start" in plain(screen.query_one("#status-line"))
         assert wait_gone(screen.monitor.tree_pids()) == set()
+        # x: the first fix lands in the editor's flags, ready to launch again
+        first = fixes[0]
+        await pilot.press("x")
+        await pilot.pause()
+        assert app.screen is not screen
+        for dest, value in first.set.items():
+            assert app.session.flags[dest] == value
+
+
+async def test_editor_keys_do_nothing_over_the_monitor() -> None:
+    port = free_tcp_port()
+    app = make_app(
+        nvml=EIGHT_H100,
+        model="example:llama-3.1-8b",
+        argv=["--port", str(port), "--mem-fraction-static", "0.9"],
+        server_factory=factory("oom_cuda_graph"),
+    )
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await launch(app, pilot)
+        await wait_for(pilot, lambda: screen.state.status is Status.FAILED)
+        await pilot.pause(0.3)
+        # narrow: the failure is on screen, the side panels step aside
+        assert screen.query_one("#failure").region.height > 5
+        assert not screen.query_one("#monitor-right").display or (
+            screen.query_one("#monitor-right").region.width == 0
+        )
+        await pilot.press("ctrl+o")  # the editor's "open model" must not pop up here
+        await pilot.pause()
+        assert app.screen is screen

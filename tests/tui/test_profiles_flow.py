@@ -197,3 +197,35 @@ def test_build_app_opens_the_profile_named_on_the_command_line() -> None:
     app = build_app(profile="p", with_oracle=False)
     assert app.initial_profile == "p"
     assert app.initial_model is None  # the profile's model, not the bundled example
+
+
+async def test_ctrl_s_types_straight_into_a_suggested_name_and_checks_it_in_place(
+    tmp_path: Path,
+) -> None:
+    ProfileStore(tmp_path).save(Profile(name="taken", model="example:llama-3.1-8b"))
+    app = make_app(gpu_spec="H100x8", argv=["--tp", "2"], profile_dir=tmp_path)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ProfilesScreen)
+        field = screen.query_one("#profile-name", Input)
+        assert app.focused is field
+        assert field.value == "minicpm-sala"  # suggested from the model
+        # a bad name, then a taken one: the dialog stays open and says why
+        field.value = ""
+        await pilot.press(*"bad name", "enter")
+        await pilot.pause()
+        assert app.screen is screen
+        assert "invalid profile name" in str(screen.query_one("#profile-error").render())
+        field.value = ""
+        await pilot.press(*"taken", "enter")
+        await pilot.pause()
+        assert app.screen is screen
+        assert "exists" in str(screen.query_one("#profile-error").render())
+        field.value = ""
+        await pilot.press(*"sala-tp2", "enter")
+        await pilot.pause()
+        assert app.profile_name == "sala-tp2"
+        assert ProfileStore(tmp_path).load("sala-tp2").flags == {"tp_size": 2}

@@ -48,6 +48,7 @@ TIMELINE = (
     Phase.READY,
 )
 LOG_LINES = 2000  # the view keeps this many; the full log is in the run directory
+MESSAGE_CHARS = 240  # sglang's exception text in the failure box; all of it is in the log
 # sglaunch's own readiness and metrics polls, as uvicorn logs them: noise in the view
 # (server.log keeps them)
 _PROBE_LINE = re.compile(r'"GET /(?:ready|metrics|health|health_generate|v1/loads|server_info)[ ?]')
@@ -115,6 +116,7 @@ class MonitorScreen(Screen[None]):
         Binding("o", "open_run_dir", "Run dir"),
         Binding("slash", "search_log", "Search log"),
         Binding("f", "follow", "Follow log"),
+        Binding("x", "apply_fix", "Apply fix & edit"),
     ]
 
     def __init__(
@@ -240,6 +242,7 @@ class MonitorScreen(Screen[None]):
             self._draw_gpus()
         if ev.kind in (EventKind.FAILURE, EventKind.EXITED) and self.state.diagnosis is not None:
             self._show_failure(self.state.diagnosis, "")
+            self.refresh_bindings()
         self._draw_status(ev)
 
     # --- drawing ---------------------------------------------------------------------
@@ -394,15 +397,21 @@ class MonitorScreen(Screen[None]):
         parts: list[Any] = [
             Text.assemble((diagnosis.title, "bold red"), "  ", (f"[{diagnosis.code}]", "dim"))
         ]
-        if diagnosis.message:
-            parts.append(Text(diagnosis.message, style="red"))
         card = diagnosis.card
         if card is not None:
             parts.append(Text(card.what, style=""))
+        # the fix first: it is what the reader acts on; sglang's words follow, shortened
+        for i, fix in enumerate(diagnosis.fixes[:3]):
+            key = "  (x applies it and returns to the editor)" if i == 0 else ""
+            parts.append(Text.assemble(("fix: ", "bold green"), (fix.label, "green"), (key, "dim")))
+        if card is not None and not diagnosis.fixes:
             parts.append(Text("How to fix it:", style="bold"))
             parts.extend(Text(f"{i}. {s}") for i, s in enumerate(card.solutions[:3], 1))
-        for fix in diagnosis.fixes[:3]:
-            parts.append(Text(f"fix: {fix.label}", style="green"))
+        if diagnosis.message:
+            message = diagnosis.message
+            if len(message) > MESSAGE_CHARS:
+                message = message[: MESSAGE_CHARS - 1] + "… (whole text in the log)"
+            parts.append(Text(message, style="red"))
         if not card and diagnosis.traceback:
             parts.append(Text(diagnosis.traceback[-1500:], style="dim"))
         box.update(RichGroup(*parts))
@@ -465,6 +474,26 @@ class MonitorScreen(Screen[None]):
         self.seq = 0
         self.notify("restarting with the current flags", timeout=4)
         self._stop_server(argv)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "apply_fix":
+            # shown only when the failure has a fix to apply
+            diagnosis = self.state.diagnosis
+            return bool(diagnosis is not None and diagnosis.fixes and self.session is not None)
+        return True
+
+    def action_apply_fix(self) -> None:
+        """Apply the diagnosis' first fix to the flags and go back to the editor to relaunch."""
+        diagnosis = self.state.diagnosis
+        if diagnosis is None or not diagnosis.fixes or self.session is None:
+            return
+        fix = diagnosis.fixes[0]
+        self.app.pop_screen()
+        apply_fix = getattr(self.app, "apply_fix", None)
+        if apply_fix is not None:
+            apply_fix(fix)
+        else:
+            self.session.apply_fix(fix)
 
     def action_edit(self) -> None:
         """Back to the editor; the server keeps running (ctrl+l there restarts it)."""

@@ -32,10 +32,19 @@ class ProfilesScreen(ModalScreen[ProfileAction | None]):
         Binding("ctrl+f", "diff", "Diff with current"),
     ]
 
-    def __init__(self, infos: list[Any], current: str | None, diff_with: Any) -> None:
+    def __init__(
+        self,
+        infos: list[Any],
+        current: str | None,
+        diff_with: Any,
+        *,
+        save_as: str | None = None,
+    ) -> None:
         super().__init__()
         self.infos = infos
         self.current = current
+        # opened to save (ctrl+s on an unnamed launch): the name field, with a suggestion
+        self.save_as = save_as
         # callable: name -> list of DiffLine between the launch being edited and that profile
         self.diff_with = diff_with
 
@@ -74,7 +83,9 @@ class ProfilesScreen(ModalScreen[ProfileAction | None]):
             yield OptionList(*options, id="profile-list")
             with Horizontal(classes="dialog-buttons"):
                 yield Input(
-                    placeholder="new profile name", id="profile-name", value=self.current or ""
+                    placeholder="new profile name",
+                    id="profile-name",
+                    value=self.save_as or self.current or "",
                 )
                 yield Button("Save as", id="profile-save-as", variant="primary")
             with Horizontal(classes="dialog-buttons"):
@@ -88,7 +99,10 @@ class ProfilesScreen(ModalScreen[ProfileAction | None]):
             yield table
 
     def on_mount(self) -> None:
-        self.query_one("#profile-list", OptionList).focus()
+        if self.save_as is not None:
+            self.query_one("#profile-name", Input).focus()
+        else:
+            self.query_one("#profile-list", OptionList).focus()
 
     def _selected(self) -> str | None:
         ol = self.query_one("#profile-list", OptionList)
@@ -123,9 +137,20 @@ class ProfilesScreen(ModalScreen[ProfileAction | None]):
     @on(Button.Pressed, "#profile-save-as")
     @on(Input.Submitted, "#profile-name")
     def _save_as(self) -> None:
+        from sglaunch.errors import UserError
+        from sglaunch.profiles import validate_name
+
         name = self.query_one("#profile-name", Input).value.strip()
         if not name:
             self._error("type a name for the profile")
+            return
+        try:
+            validate_name(name)
+        except UserError as exc:
+            self._error(exc.message)  # the dialog stays open with the name to correct
+            return
+        if name != self.current and any(i.name == name for i in self.infos):
+            self._error(f"a profile named {name} exists: choose another name, or load it first")
             return
         self.dismiss(ProfileAction("save_as", name))
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from rich.text import Text
 from textual import on
+from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -25,13 +26,16 @@ from sglaunch.tui.groups import Group, build_groups
 from sglaunch.tui.widgets.row_list import RowHeader, RowList
 
 UNSET = "(sglang decides)"
-VALUE_W, DEFAULT_W = 14, 10
 NAME_MIN, NAME_MAX = 18, 40
+# the name matters most: in a narrow table the value and default columns give way first
+WIDE_COLUMNS, NARROW_COLUMNS = (14, 10), (10, 8)
 
 
-def name_width(total: int) -> int:
-    """The flag-name column gets what the value and default columns leave."""
-    return max(NAME_MIN, min(NAME_MAX, total - VALUE_W - DEFAULT_W - 4))
+def column_widths(total: int) -> tuple[int, int, int]:
+    """(name, value, default) widths for a table `total` cells wide."""
+    value_w, default_w = WIDE_COLUMNS if total >= 64 else NARROW_COLUMNS
+    name_w = max(NAME_MIN, min(NAME_MAX, total - value_w - default_w - 4))
+    return name_w, value_w, default_w
 
 
 def _cell(text: Text | str, width: int) -> Text:
@@ -41,14 +45,15 @@ def _cell(text: Text | str, width: int) -> Text:
     return t
 
 
-def _header(name_w: int) -> Text:
+def _header(widths: tuple[int, int, int]) -> Text:
+    name_w, value_w, default_w = widths
     text = Text.assemble(
         "  ",
         _cell("flag", name_w),
         " ",
-        _cell("value", VALUE_W),
+        _cell("value", value_w),
         " ",
-        _cell("default", DEFAULT_W),
+        _cell("default", default_w),
         style="bold",
     )
     return text
@@ -86,6 +91,7 @@ class FlagEditor(Vertical):
     BINDINGS = [
         Binding("space", "toggle", "Toggle", show=False),
         Binding("delete,backspace", "reset", "Reset flag", show=False),
+        Binding("down", "results", "Results", show=False),
     ]
 
     class Edited(Message):
@@ -109,11 +115,11 @@ class FlagEditor(Vertical):
         self.flagged: set[str] = set()  # flags named by an error
         self.query_text = ""
         self.current: str | None = None
-        self.name_w = 34
+        self.widths = column_widths(64)
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="Search flags by name or help  ( / )", id="flag-search")
-        yield RowHeader(_header(self.name_w), id="flag-header")
+        yield RowHeader(_header(self.widths), id="flag-header")
         yield RowList(id="flag-table")
         yield FlagDetail(id="flag-detail")
 
@@ -121,11 +127,12 @@ class FlagEditor(Vertical):
         self.rebuild()
 
     def on_resize(self) -> None:
-        width = name_width(self.query_one("#flag-table", RowList).size.width)
-        if width != self.name_w and self.query_one("#flag-table", RowList).size.width:
-            self.name_w = width
+        total = self.query_one("#flag-table", RowList).size.width
+        widths = column_widths(total)
+        if widths != self.widths and total:
+            self.widths = widths
             header = self.query_one("#flag-header", RowHeader)
-            header.text = _header(width)
+            header.text = _header(widths)
             header.refresh()
             self.rebuild()
 
@@ -185,11 +192,11 @@ class FlagEditor(Vertical):
         return Text.assemble(
             mark,
             " ",
-            _cell(name, self.name_w),
+            _cell(name, self.widths[0]),
             " ",
-            _cell(value, VALUE_W),
+            _cell(value, self.widths[1]),
             " ",
-            _cell(Text(_default_text(spec), style="dim"), DEFAULT_W),
+            _cell(Text(_default_text(spec), style="dim"), self.widths[2]),
         )
 
     def refresh_values(self, values: Mapping[str, Any], flagged: set[str] | None = None) -> None:
@@ -236,6 +243,12 @@ class FlagEditor(Vertical):
         event.stop()
         self.query_text = event.value
         self.rebuild()
+
+    def action_results(self) -> None:
+        """Down from the search box goes into the matching flags, as in a browser's list."""
+        if self.app.focused is not self.query_one("#flag-search", Input):
+            raise SkipAction()
+        self.query_one("#flag-table", RowList).focus()
 
     @on(Input.Submitted, "#flag-search")
     def _search_done(self, event: Input.Submitted) -> None:
