@@ -28,6 +28,8 @@ from tests.tui.conftest import make_app  # noqa: E402
 from tests.tui.test_monitor_screen import factory  # noqa: E402
 
 OUT = ROOT / "screenshots"
+# what NVML would show while the demo server runs: weights + KV pool resident, some load
+SERVING_GPUS = FakeNvml([gpu(H100, i, used_gib=70.2, util=35 + i) for i in range(8)])
 DP_LINE = ["--tp", "4", "--enable-dp-attention", "--dp-size", "4"]
 
 
@@ -108,7 +110,7 @@ def shots() -> list[
                 nvml=FakeNvml([gpu(H100, i) for i in range(8)]),
                 model="example:llama-3.1-8b",
                 argv=["--port", str(port), "--enable-metrics"],
-                server_factory=factory("ok"),
+                server_factory=factory("ok", nvml=SERVING_GPUS),
             ),
             (160, 50),
             monitor_until(Status.READY),

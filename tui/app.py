@@ -1111,6 +1111,15 @@ class SglaunchApp(App[int]):
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
+        if not isinstance(screen, MainScreen):
+            return  # the editor's commands act on the editor
+        yield SystemCommand("Search flags", "Find a flag by name or help text", self.action_search)
+        yield SystemCommand(
+            "Save profile", "Save this launch (ctrl+s); names it first", self.action_save_profile
+        )
+        yield SystemCommand(
+            "Profiles", "Load, save as, diff or delete saved launches", self.action_profiles
+        )
         yield SystemCommand(
             "Open model", "Open a model folder, a cached repo or an example", self.action_open_model
         )

@@ -125,6 +125,6 @@ def planning_facts(
         driver_version=DEFAULT_DRIVER,
         cuda_version=cuda_version,
         status=status
-        or f"planning mode: {count}× {preset.name} (sm{preset.capability[0]}{preset.capability[1]}, {preset.memory_mib // 1024} GiB)",
+        or f"planning mode: {count}× {preset.name} (sm{preset.capability[0]}{preset.capability[1]}, {round(preset.memory_mib / 1024)} GiB)",
         preset=f"{preset.key}x{count}",
     )

@@ -287,6 +287,9 @@ async def test_command_palette_has_the_main_actions() -> None:
             "Choose GPUs",
             "Launch server",
             "Show what sglang will change",
+            "Save profile",
+            "Profiles",
+            "Search flags",
         ):
             assert wanted in titles
 

@@ -6,6 +6,7 @@ import asyncio
 import sys
 from dataclasses import replace
 
+from sglaunch.facts.gpu import probe_gpus
 from sglaunch.runtime import Monitor, Status
 from sglaunch.tui.app import SglaunchApp
 from sglaunch.tui.screens.monitor import MonitorScreen, PhaseRow
@@ -17,7 +18,9 @@ from tests.tui.conftest import make_app, plain
 EIGHT_H100 = FakeNvml([gpu(H100, i) for i in range(8)])
 
 
-def factory(scenario: str):  # type: ignore[no-untyped-def]
+def factory(scenario: str, nvml: FakeNvml | None = None):  # type: ignore[no-untyped-def]
+    """Monitors that run the stand-in server; with `nvml`, GPU samples come from that fake."""
+
     def build(spec):  # type: ignore[no-untyped-def]
         fake = replace(
             spec, command_prefix=(sys.executable, str(FAKE)), env={**spec.env, **fake_env(scenario)}
@@ -27,7 +30,8 @@ def factory(scenario: str):  # type: ignore[no-untyped-def]
             probe_interval=0.1,
             metrics_interval=0.2,
             health_interval=None,
-            gpu_interval=None,
+            gpu_interval=0.5 if nvml is not None else None,
+            gpu_probe=(lambda: probe_gpus(nvml=nvml, env={})) if nvml is not None else None,
             stop_grace=5.0,
             startup_timeout=30.0,
         )
