@@ -88,14 +88,18 @@ async def test_full_start_then_stop() -> None:
         assert "stopped" in plain(screen.query_one("#status-line"))
 
 
-async def test_cuda_graph_oom_is_explained() -> None:
-    port = free_tcp_port()
-    app = make_app(
+def graph_oom_app() -> SglaunchApp:
+    """A launch whose server runs out of memory while capturing CUDA graphs."""
+    return make_app(
         nvml=EIGHT_H100,
         model="example:llama-3.1-8b",
-        argv=["--port", str(port), "--mem-fraction-static", "0.9"],
+        argv=["--port", str(free_tcp_port()), "--mem-fraction-static", "0.9"],
         server_factory=factory("oom_cuda_graph"),
     )
+
+
+async def test_cuda_graph_oom_is_explained() -> None:
+    app = graph_oom_app()
     async with app.run_test(size=(160, 50)) as pilot:
         screen = await launch(app, pilot)
         await wait_for(pilot, lambda: screen.state.status is Status.FAILED)
@@ -122,13 +126,7 @@ async def test_cuda_graph_oom_is_explained() -> None:
 
 
 async def test_editor_keys_do_nothing_over_the_monitor() -> None:
-    port = free_tcp_port()
-    app = make_app(
-        nvml=EIGHT_H100,
-        model="example:llama-3.1-8b",
-        argv=["--port", str(port), "--mem-fraction-static", "0.9"],
-        server_factory=factory("oom_cuda_graph"),
-    )
+    app = graph_oom_app()
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await launch(app, pilot)
         await wait_for(pilot, lambda: screen.state.status is Status.FAILED)
