@@ -48,7 +48,12 @@ def test_sglang_not_installed(tmp_path: Path) -> None:
 
 
 def test_missing_interpreter(tmp_path: Path) -> None:
+    # named on the command line: a usage error, one line, before any check
     res = check("--sglang-python", str(tmp_path / "nope"), "--", *DP)
+    assert res.returncode == 2
+    assert len(res.stderr.strip().splitlines()) == 1 and "no such file" in res.stderr
+    # from the environment: the built-in tier goes on and the status says why sglang's could not
+    res = check("--", *DP, env={"SGLAUNCH_SGLANG_PYTHON": str(tmp_path / "nope")})
     assert_builtin_verdict_kept(res)
     assert "no such file" in status_line(res.stderr)
 
