@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 SGLANG_ENV := .venv-sglang
 
-.PHONY: run test lint format bench screenshots schema clean
+.PHONY: run test test-gpu lint format bench screenshots schema clean
 
 run: $(VENV)/.installed
 	$(VENV)/bin/sglaunch $(ARGS)
@@ -14,6 +14,10 @@ test: $(VENV)/.installed $(SGLANG_ENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	SGLAUNCH_SGLANG_PYTHON=$(CURDIR)/$(SGLANG_ENV)/bin/python $(VENV)/bin/pytest $(PYTEST_ARGS)
+
+# On a machine with an NVIDIA GPU: the tests marked `gpu` (they fail, not skip, without one).
+test-gpu: $(VENV)/.installed $(SGLANG_ENV)/.installed
+	SGLAUNCH_SGLANG_PYTHON=$(CURDIR)/$(SGLANG_ENV)/bin/python $(VENV)/bin/pytest -m gpu $(PYTEST_ARGS)
 
 lint:
 	$(VENV)/bin/ruff check .
