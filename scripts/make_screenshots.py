@@ -17,7 +17,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from textual._doc import take_svg_screenshot  # noqa: E402
-from textual.widgets import OptionList, TextArea  # noqa: E402
 
 from sglaunch.runtime import Status  # noqa: E402
 from sglaunch.tui.app import SglaunchApp  # noqa: E402
@@ -25,44 +24,12 @@ from tests.fakes.nvml import H100, FakeNvml, gpu  # noqa: E402
 from tests.fakes.oracle import FakeOracle  # noqa: E402
 from tests.runtime.support import free_tcp_port  # noqa: E402
 from tests.tui.conftest import make_app  # noqa: E402
-from tests.tui.test_monitor_screen import factory  # noqa: E402
+from tests.tui.scenes import DP_LINE, focus_findings, open_card, paste, settle  # noqa: E402
+from tests.tui.test_monitor_screen import factory, graph_oom_app  # noqa: E402
 
 OUT = ROOT / "screenshots"
 # what NVML would show while the demo server runs: weights + KV pool resident, some load
 SERVING_GPUS = FakeNvml([gpu(H100, i, used_gib=70.2, util=35 + i) for i in range(8)])
-DP_LINE = ["--tp", "4", "--enable-dp-attention", "--dp-size", "4"]
-
-
-async def settle(pilot) -> None:  # type: ignore[no-untyped-def]
-    app: SglaunchApp = pilot.app
-    await app.workers.wait_for_complete()
-    await pilot.pause(0.2)
-    await app.workers.wait_for_complete()
-    await pilot.pause()
-
-
-async def open_card(pilot) -> None:  # type: ignore[no-untyped-def]
-    await settle(pilot)
-    app: SglaunchApp = pilot.app
-    app.open_card(next(f for f in app.last_findings if f.code == "minicpm-dp-attention"))
-    await pilot.pause()
-
-
-async def paste(pilot) -> None:  # type: ignore[no-untyped-def]
-    await settle(pilot)
-    await pilot.press("ctrl+k")
-    await pilot.pause()
-    pilot.app.screen.query_one(TextArea).text = (
-        "python3 -m sglang.launch_server --model-path openbmb/MiniCPM4-8B \\\n"
-        "    --tp 4 --enable-dp-attention --dp-size 4 --trust-remote-code"
-    )
-    await pilot.pause()
-
-
-async def narrow(pilot) -> None:  # type: ignore[no-untyped-def]
-    await settle(pilot)
-    pilot.app.screen.query_one("#finding-list", OptionList).focus()
-    await pilot.pause()
 
 
 def monitor_until(status: Status) -> Callable[..., Awaitable[None]]:
@@ -83,7 +50,6 @@ def shots() -> list[
     tuple[str, Callable[[], SglaunchApp], tuple[int, int], Callable[..., Awaitable[None]]]
 ]:
     port = free_tcp_port()
-    port2 = free_tcp_port()
     return [
         (
             "main",
@@ -102,7 +68,7 @@ def shots() -> list[
             "narrow",
             lambda: make_app(oracle=FakeOracle(), gpu_spec="H100x8", argv=DP_LINE),
             (80, 24),
-            narrow,
+            focus_findings,
         ),
         (
             "monitor-ready",
@@ -115,17 +81,7 @@ def shots() -> list[
             (160, 50),
             monitor_until(Status.READY),
         ),
-        (
-            "monitor-oom",
-            lambda: make_app(
-                nvml=FakeNvml([gpu(H100, i) for i in range(8)]),
-                model="example:llama-3.1-8b",
-                argv=["--port", str(port2), "--mem-fraction-static", "0.9"],
-                server_factory=factory("oom_cuda_graph"),
-            ),
-            (160, 50),
-            monitor_until(Status.FAILED),
-        ),
+        ("monitor-oom", graph_oom_app, (160, 50), monitor_until(Status.FAILED)),
     ]
 
 
