@@ -47,8 +47,11 @@ $(VENV)/.installed: pyproject.toml
 	$(VENV)/bin/python -m pip install -q -e '.[dev]'
 	touch $@
 
-$(SGLANG_ENV)/.installed: $(VENV)/.installed requirements/sglang-cpu.txt
-	$(VENV)/bin/python -m sglaunch.oracle.setup_env --dir $(SGLANG_ENV)
+# TORCH_INDEX_URL: where pip finds the CPU build of torch when PyPI's default is the CUDA
+# one (Linux): make test TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
+$(SGLANG_ENV)/.installed: $(VENV)/.installed sglaunch/oracle/sglang-cpu.txt
+	$(VENV)/bin/python -m sglaunch.oracle.setup_env --dir $(SGLANG_ENV) \
+		$(if $(TORCH_INDEX_URL),--torch-index-url $(TORCH_INDEX_URL))
 	touch $@
 
 clean:

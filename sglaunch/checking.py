@@ -13,13 +13,11 @@ from typing import TYPE_CHECKING, Any
 from sglaunch.flags.argv import ParsedFlags, parse_argv, to_argv
 from sglaunch.flags.schema import FlagSchema
 from sglaunch.validators.engine import Report, get_rule, validate
-from sglaunch.validators.facts import CheckInput, FlagIssueKind, GpuFacts, ModelFacts
+from sglaunch.validators.facts import CheckInput, FlagIssue, GpuFacts, ModelFacts
 from sglaunch.validators.findings import Finding, Severity, sort_findings
 
 if TYPE_CHECKING:  # the oracle client is optional at import time
     from sglaunch.oracle.client import OracleAnswer
-
-PARSE_KINDS = frozenset(FlagIssueKind)
 
 
 def build_input(
@@ -29,7 +27,7 @@ def build_input(
     model: ModelFacts | None,
     env: Mapping[str, str],
     schema: FlagSchema,
-    parsed: ParsedFlags | None = None,
+    issues: Sequence[FlagIssue] = (),
 ) -> CheckInput:
     return CheckInput(
         flags=dict(flags),
@@ -37,7 +35,7 @@ def build_input(
         model=model,
         env=env,
         defaults=schema.defaults(),
-        flag_issues=tuple(parsed.issues) if parsed else (),
+        flag_issues=tuple(issues),
         cli_names=schema.cli_names(),
     )
 
@@ -66,12 +64,6 @@ class CheckResult:
     def has_parse_errors(self) -> bool:
         return bool(self.parsed.issues)
 
-    @property
-    def changed(self) -> dict[str, tuple[Any, Any]]:
-        if self.oracle is not None and self.oracle.changed is not None:
-            return {k: (v[0], v[1]) for k, v in self.oracle.changed.items()}
-        return dict(self.builtin.changes)
-
 
 def check_flags(
     argv: Sequence[str],
@@ -83,7 +75,9 @@ def check_flags(
 ) -> CheckResult:
     """The built-in tier on a launch's flags (argv as sglang would get them)."""
     parsed = parse_argv(argv, schema)
-    inp = build_input(parsed.values, gpu=gpu, model=model, env=env, schema=schema, parsed=parsed)
+    inp = build_input(
+        parsed.values, gpu=gpu, model=model, env=env, schema=schema, issues=parsed.issues
+    )
     report = validate(inp)
     return CheckResult(
         flags=dict(parsed.values),
@@ -146,11 +140,27 @@ def merge_findings(
     return sort_findings(merged)
 
 
-def merge_oracle(
+def with_oracle(
     result: CheckResult, answer: OracleAnswer, oracle_found: list[Finding]
 ) -> CheckResult:
-    merged = merge_findings(result.builtin.findings, answer.ok, oracle_found)
-    return replace(result, oracle=answer, findings=merged)
+    """The result with sglang's verdict merged in, and the status line that says which."""
+    if answer.fault:
+        # no verdict from sglang: say why, keep the built-in one (plus a warning)
+        return replace(
+            result,
+            findings=sort_findings([*result.findings, *oracle_found]),
+            oracle_status=f"unavailable: {answer.fault}",
+        )
+    from sglaunch import SGLANG_VERSION
+
+    verdict = "accepted" if answer.ok else "rejected"
+    return replace(
+        result,
+        oracle=answer,
+        findings=merge_findings(result.builtin.findings, answer.ok, oracle_found),
+        oracle_status=f"{verdict} by sglang {answer.sglang_version or SGLANG_VERSION} "
+        f"({answer.elapsed_s * 1000:.0f} ms)",
+    )
 
 
 def findings_json(
@@ -180,15 +190,10 @@ def result_json(
     if result.oracle is not None:
         if result.oracle.resolved is not None:
             resolved = result.oracle.resolved
-            changed = {k: [v[0], v[1]] for k, v in result.changed.items()}
-        err = getattr(result.oracle, "error", None)
+            changed = {k: [v[0], v[1]] for k, v in result.oracle.changed.items()}
+        err = result.oracle.error
         if err is not None:
-            oracle_error = {
-                "type": err.type,
-                "message": err.message,
-                "where": err.where,
-                "traceback": err.traceback,
-            }
+            oracle_error = err.to_json()
     return {
         "ok": result.ok and not result.has_parse_errors,
         "sglang_version": sglang_version,

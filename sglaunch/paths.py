@@ -10,7 +10,16 @@ APP = "sglaunch"
 
 def _home() -> Path | None:
     home = os.environ.get("SGLAUNCH_HOME")
-    return Path(home).expanduser() if home else None
+    if not home:
+        return None
+    try:
+        return Path(home).expanduser()
+    except RuntimeError:  # ~user that does not exist
+        from sglaunch.errors import UserError
+
+        raise UserError(
+            f"SGLAUNCH_HOME={home}: cannot expand '~' there; give a full path"
+        ) from None
 
 
 def config_dir() -> Path:

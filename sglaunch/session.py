@@ -14,7 +14,14 @@ from typing import Any
 
 from sglaunch.checking import build_input
 from sglaunch.facts.model import model_path_for_sglang
-from sglaunch.flags.argv import _TypeError, convert, format_value, parse_argv, to_argv
+from sglaunch.flags.argv import (
+    FlagTypeError,
+    check_choice,
+    convert,
+    format_value,
+    parse_argv,
+    to_argv,
+)
 from sglaunch.flags.launchline import LaunchLine
 from sglaunch.flags.schema import FlagSchema, FlagSpec
 from sglaunch.validators.engine import Report, validate
@@ -51,9 +58,13 @@ class LaunchSession:
 
     def validate(self) -> Report:
         inp = build_input(
-            self.flags, gpu=self.gpu, model=self.model, env=self.env, schema=self.schema
+            self.flags,
+            gpu=self.gpu,
+            model=self.model,
+            env=self.env,
+            schema=self.schema,
+            issues=self.issues,
         )
-        inp = _with_issues(inp, self.issues)
         self.report = validate(inp)
         return self.report
 
@@ -65,14 +76,6 @@ class LaunchSession:
             self.flags[dest] = value
         self.issues = [i for i in self.issues if i.dest != dest]
         return self._changed()
-
-    def set_flag_text(self, dest: str, text: str) -> Report:
-        """A value as typed: converted with the flag's own type, or FlagValueError with argparse's words."""
-        spec = self._spec(dest)
-        text = text.strip()
-        if text == "":
-            return self.unset_flag(dest)
-        return self.set_flag(dest, parse_value(spec, text))
 
     def unset_flag(self, dest: str) -> Report:
         self.flags.pop(dest, None)
@@ -149,23 +152,26 @@ class LaunchSession:
         return [self.python, "-m", "sglang.launch_server", *self.argv()]
 
     def command_line(self, *, multiline: bool = False, display: bool = False) -> str:
-        """The launch as one shell line. `display` shortens bundled-example paths for the screen."""
-        env = [f"{k}={shlex.quote(v)}" for k, v in sorted(self.env.items())]
+        """The launch as one shell line.
+
+        `display` is for the screen: bundled-example paths shortened, secrets masked.
+        """
+        env_items = sorted(self.env.items())
         cmd = self.command()
-        if display and self.model_source and self.model_source.startswith("example:"):
-            full = self.model_path()
-            cmd = [f"<{self.model_source}>" if tok == full else tok for tok in cmd]
+        if display:
+            from sglaunch.secrets import MASK, is_secret_env_name, mask_argv
+
+            env_items = [(k, MASK if is_secret_env_name(k) else v) for k, v in env_items]
+            cmd = mask_argv(cmd, self.schema)
+            if self.model_source and self.model_source.startswith("example:"):
+                full = self.model_path()
+                cmd = [f"<{self.model_source}>" if tok == full else tok for tok in cmd]
+        env = [f"{k}={shlex.quote(v)}" for k, v in env_items]
         if not multiline:
             return shlex.join(cmd) if not env else " ".join(env) + " " + shlex.join(cmd)
         head = " ".join([*env, *map(shlex.quote, cmd[: 3 if self.entry != ENTRY_SERVE else 2])])
         rest = _pairs(cmd[3 if self.entry != ENTRY_SERVE else 2 :])
         return " \\\n    ".join([head, *rest])
-
-    def value_text(self, dest: str) -> str:
-        """The current value as the editor shows it ('' when unset)."""
-        if dest not in self.flags:
-            return ""
-        return display_value(self.flags[dest])
 
 
 def parse_value(spec: FlagSpec, text: str) -> Any:
@@ -182,13 +188,11 @@ def parse_value(spec: FlagSpec, text: str) -> Any:
     for raw in raw_values:
         try:
             value = convert(spec, raw)
-        except _TypeError as e:
+        except FlagTypeError as e:
             raise FlagValueError(f"argument {spec.argparse_name}: {e.message}") from None
-        if spec.choices is not None and value not in spec.choices:
-            choices = ", ".join(repr(c) for c in spec.choices)
-            raise FlagValueError(
-                f"argument {spec.argparse_name}: invalid choice: {value!r} (choose from {choices})"
-            )
+        problem = check_choice(spec, value)
+        if problem:
+            raise FlagValueError(f"argument {spec.argparse_name}: {problem}")
         values.append(value)
     return values if spec.is_list else values[0]
 
@@ -208,9 +212,3 @@ def _pairs(tokens: list[str]) -> list[str]:
         else:
             out[-1] += " " + shlex.quote(tok)
     return out
-
-
-def _with_issues(inp, issues: list[FlagIssue]):  # type: ignore[no-untyped-def]
-    from dataclasses import replace
-
-    return replace(inp, flag_issues=tuple(issues))

@@ -70,11 +70,16 @@ def _install_torchvision_mock(stubs) -> None:  # type: ignore[no-untyped-def]
     sys.meta_path.insert(0, _MockFinder("torchvision", stubs._MockModule))
 
 
-def _load_stubs():  # type: ignore[no-untyped-def]
+def sglang_dir() -> str:
+    """The installed sglang package's folder, found without importing it."""
     spec = importlib.util.find_spec("sglang")
     if spec is None or spec.origin is None:
         raise ImportError("sglang is not installed in this interpreter")
-    stubs_path = os.path.join(os.path.dirname(spec.origin), "_platform_stubs.py")
+    return os.path.dirname(spec.origin)
+
+
+def _load_stubs():  # type: ignore[no-untyped-def]
+    stubs_path = os.path.join(sglang_dir(), "_platform_stubs.py")
     stub_spec = importlib.util.spec_from_file_location("_sglaunch_sglang_stubs", stubs_path)
     if stub_spec is None or stub_spec.loader is None:
         raise ImportError(f"cannot load {stubs_path}")

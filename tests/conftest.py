@@ -40,7 +40,7 @@ def make_input(
         model=facts,
         env=env or {},
         schema=schema,
-        parsed=parsed,
+        issues=parsed.issues,
     )
 
 

@@ -27,6 +27,7 @@ from textual.widgets import Footer, Header, Static
 
 from sglaunch.checking import merge_findings
 from sglaunch.errors import UserError
+from sglaunch.facts.model import hf_cached_repos
 from sglaunch.facts.presets import parse_gpu_spec
 from sglaunch.flags.launchline import LaunchLine
 from sglaunch.flags.schema import FlagSchema
@@ -40,7 +41,6 @@ from sglaunch.tui.screens.dialogs import (
     OpenModelScreen,
     PasteScreen,
     ResolvedScreen,
-    hf_cached_repos,
 )
 from sglaunch.tui.widgets.findings import FindingsPanel
 from sglaunch.tui.widgets.flag_editor import FlagEditor
@@ -96,6 +96,12 @@ class OracleVerdict(Message):
         self.answer = answer
         self.findings = findings
         self.error = error
+
+
+class CachedModels(Message):
+    def __init__(self, repos: list[str]) -> None:
+        super().__init__()
+        self.repos = repos
 
 
 @dataclass
@@ -323,8 +329,9 @@ class SglaunchApp(App[int]):
         gpu = message.gpu
         if gpu.mode is GpuMode.NVML:
             self.real_gpus = gpu
-        elif self.session.gpu.mode is GpuMode.PLANNING and self.chosen_preset:
-            # no GPU here: keep the machine the profile plans for
+        if self.chosen_preset:
+            # a machine chosen to plan for (a profile's preset, or ctrl+g) stays chosen;
+            # the GPUs found here are offered in ctrl+g
             self.screen_query(GpuPanel).show(self.session.gpu)
             return
         self.session.set_gpu(gpu)
@@ -378,17 +385,12 @@ class SglaunchApp(App[int]):
         if message.revision != self.session.revision:
             return  # stale: the flags changed since this was asked
         if message.error:
-            self.oracle.phase = "unavailable"
+            # no verdict for this revision; the worker restarts on the next request
+            self.oracle.fault_revision = message.revision
             self.oracle.reason = message.error
             self.oracle.revision = -1
             self.oracle.findings = ()
-            # the worker restarts on the next request; try again then
-            self.oracle.phase = "ready" if self.c.oracle is not None else "unavailable"
-            self.oracle.reason = message.error
             self.refresh_views(ask=False)
-            self.screen_query(FindingsPanel).set_verdict(
-                Text(f"sglang check failed: {message.error}", style="yellow")
-            )
             return
         self.oracle.revision = message.revision
         self.oracle.answer = message.answer
@@ -533,7 +535,7 @@ class SglaunchApp(App[int]):
     def launch_blocked_reason(self) -> str | None:
         if self.session.model is None:
             return "open a model first (ctrl+o)"
-        errors = [f for f in self.last_findings if f.severity is Severity.ERROR]
+        errors = self.launch_blockers()
         if errors:
             more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
             return f"fix first: {errors[0].message}{more}"
@@ -589,7 +591,7 @@ class SglaunchApp(App[int]):
 
         from sglaunch import SGLANG_VERSION
         from sglaunch.profiles import GpuSelection, Profile, Validated
-        from sglaunch.profiles.secrets import default_secret_env, is_secret_flag
+        from sglaunch.secrets import default_secret_env, is_secret_flag
 
         s = self.session
         flags = {k: v for k, v in s.flags.items() if k != "model_path"}
@@ -605,10 +607,6 @@ class SglaunchApp(App[int]):
                 # never stored as text: a reference to the variable that holds it
                 secrets[dest] = secrets.get(dest) or default_secret_env(dest)
                 del flags[dest]
-                self.notify(
-                    f"{spec.name} is saved as a reference: export {secrets[dest]}=<the value> before launching",
-                    timeout=8,
-                )
         env = {k: v for k, v in s.env.items() if k != "CUDA_VISIBLE_DEVICES"}
         gpus = GpuSelection(cuda_visible_devices=self.visible_devices, preset=self.chosen_preset)
         validated = Validated(
@@ -685,6 +683,13 @@ class SglaunchApp(App[int]):
         self.loaded_profile = saved
         self.profile_name = saved.name
         self._saved_snapshot = self.snapshot()
+        for dest, variable in saved.secrets.items():
+            if dest in self.session.flags:  # typed in: the profile keeps only a reference
+                self.notify(
+                    f"{self.schema.cli_name(dest)} is saved as a reference: "
+                    f"export {variable}=<the value> before launching",
+                    timeout=8,
+                )
         self.notify(f"saved profile {saved.name}", timeout=4)
         self.update_title()
         return True
@@ -759,7 +764,7 @@ class SglaunchApp(App[int]):
     def update_title(self) -> None:
         name = self.profile_name or "unsaved launch"
         self.title = f"sglaunch · {name}{' *' if self.dirty or self.profile_name is None else ''}"
-        errors = sum(1 for f in self.last_findings if f.severity is Severity.ERROR)
+        errors = len(self.launch_blockers())
         model = self.session.model
         if model is None:
             self.sub_title = "no model loaded · ctrl+o to open one"
@@ -771,42 +776,30 @@ class SglaunchApp(App[int]):
     def refresh_preview(self) -> None:
         preview = self.screen_query(CommandPreview)
         if self.preview_mode == "yaml":
-            preview.show(self.config_yaml(display=True), mode="yaml")
+            preview.show(self.config_yaml(), mode="yaml")
         else:
             preview.show(self.session.command_line(display=True), mode="command")
 
-    def config_yaml(self, *, display: bool = False) -> str:
-        from sglaunch.flags.argv import format_value
+    def config_yaml(self) -> str:
+        """The launch as sglang `--config` YAML: the same export as `profiles export`."""
+        from sglaunch.profiles import to_yaml
 
-        lines = []
-        path = self.session.model_path()
-        if (
-            display
-            and self.session.model_source
-            and self.session.model_source.startswith("example:")
-        ):
-            path = f"<{self.session.model_source}>"
-        if path:
-            lines.append(f"model-path: {path}")
-        for dest, value in self.session.flags.items():
-            spec = self.schema.get(dest)
-            key = (spec.name if spec else "--" + dest).lstrip("-")
-            if isinstance(value, bool):
-                lines.append(f"{key}: {'true' if value else 'false'}")
-            elif isinstance(value, list):
-                lines.append(f"{key}: [{', '.join(format_value(v) for v in value)}]")
-            else:
-                lines.append(f"{key}: {format_value(value)}")
-        return "\n".join(lines)
+        try:
+            profile = self.profile_from_session(self.profile_name or "launch")
+            return to_yaml(profile, schema=self.schema).text.rstrip("\n")
+        except UserError as exc:
+            return f"# cannot write this launch as YAML: {exc.message}"
 
     def refresh_verdict(self) -> None:
         o = self.oracle
         if o.phase == "starting":
             text = Text("⋯ starting sglang's own check (built-in rules are live)", style="dim")
-        elif o.phase == "unavailable" or o.fault_revision == self.session.revision:
+        elif o.phase == "unavailable":
             text = Text(
                 f"sglang check unavailable: {o.reason} — built-in rules only", style="yellow"
             )
+        elif o.fault_revision == self.session.revision:
+            text = Text(f"sglang check failed: {o.reason} — built-in rules only", style="yellow")
         elif o.revision == self.session.revision:
             answer_ok = bool(getattr(o.answer, "ok", False))
             # errors sglang's resolution cannot see: they fail later, while the server starts
@@ -903,15 +896,22 @@ class SglaunchApp(App[int]):
         self.push_screen(PasteScreen(), done)
 
     def action_open_model(self) -> None:
+        self._list_cached_models()
+
+    @work(thread=True, exclusive=True, group="hf-cache")
+    def _list_cached_models(self) -> None:
+        # the cache can be large or on a network disk: list it off the event loop
+        self.post_message(CachedModels(hf_cached_repos(self.c.hf_cache_dirs)))
+
+    @on(CachedModels)
+    def _open_model_dialog(self, message: CachedModels) -> None:
         def done(source: str | None) -> None:
             if source:
                 self.initial_model = source
-                self.screen_query(ModelPanel).show_loading(source)
                 self.load_model(source)
+                self.refresh_views()
 
-        self.push_screen(
-            OpenModelScreen(hf_cached_repos(self.c.hf_cache_dirs), self.session.model_source), done
-        )
+        self.push_screen(OpenModelScreen(message.repos, self.session.model_source), done)
 
     def action_pick_gpus(self) -> None:
         def done(choice: GpuChoice | None) -> None:
@@ -925,9 +925,11 @@ class SglaunchApp(App[int]):
                     return
                 self.visible_devices = None
                 self.chosen_preset = choice.preset
+                self.session.set_env("CUDA_VISIBLE_DEVICES", None)  # a preset has no devices
                 self.session.set_gpu(gpu)
             elif choice.visible is not None and self.real_gpus is not None:
                 self.visible_devices = choice.visible
+                self.chosen_preset = None
                 chosen = [int(x) for x in choice.visible.split(",")]
                 devices = tuple(d for d in self.real_gpus.devices if d.index in chosen)
                 from dataclasses import replace
@@ -950,16 +952,13 @@ class SglaunchApp(App[int]):
             self.oracle.revision == self.session.revision
             and getattr(self.oracle.answer, "changed", None) is not None
         ):
-            from sglaunch.oracle.findings import is_noise
+            from sglaunch.oracle.findings import meaningful_changes
 
-            explicit = set(getattr(self.oracle.answer, "explicit", None) or self.session.flags)
-            changes = {}
-            hidden = 0
-            for field, (asked, value) in self.oracle.answer.changed.items():
-                if field not in explicit and is_noise(field, asked, value):
-                    hidden += 1  # ports, the random seed, bookkeeping, features that stay off
-                    continue
-                changes[field] = (asked, value)
+            answer = self.oracle.answer
+            explicit = set(getattr(answer, "explicit", None) or self.session.flags)
+            changes = meaningful_changes(answer, explicit)
+            # ports, the random seed, bookkeeping, features that stay off
+            hidden = len(answer.changed) - len(changes)
             source = f"(from sglang {self.oracle.version or ''}'s own resolution)"
         else:
             report = self.session.report or self.session.validate()
@@ -970,20 +969,12 @@ class SglaunchApp(App[int]):
         self.push_screen(ResolvedScreen(changes, source, explicit=explicit, hidden=hidden))
 
     def launch_blockers(self) -> list[Finding]:
-        return [f for f in self.last_findings if f.severity is Severity.ERROR]
+        return [f for f in self.last_findings if f.is_error]
 
     def action_launch(self) -> None:
-        blockers = self.launch_blockers()
-        if self.session.model is None:
-            self.notify("open a model first (ctrl+o)", title="Cannot launch", severity="error")
-            return
-        if blockers:
-            self.notify(
-                f"{blockers[0].message} — fix it first (select the finding, then a fix)",
-                title=f"Cannot launch: {len(blockers)} error{'s' if len(blockers) != 1 else ''}",
-                severity="error",
-                timeout=8,
-            )
+        blocked = self.launch_blocked_reason()
+        if blocked:
+            self.notify(blocked, title="Cannot launch", severity="error", timeout=8)
             return
         warnings = [f for f in self.last_findings if f.severity is Severity.WARNING]
         lines = [f"! {w.message}" for w in warnings[:5]]
@@ -1057,7 +1048,9 @@ class SglaunchApp(App[int]):
             return
         if current is not None:
             self.uninstall_screen("monitor")
-        self.monitor_screen = MonitorScreen(self.c.server_factory, spec, self.session)
+        self.monitor_screen = MonitorScreen(
+            self.c.server_factory, spec, self.session, respec=self.launch_spec
+        )
         self.install_screen(self.monitor_screen, "monitor")
         self.push_screen("monitor")
 

@@ -99,9 +99,13 @@ def all_cards() -> list[Card]:
 
 
 def match_card(text: str) -> Card | None:
-    """The card whose pattern matches this message, or None."""
+    """The card whose pattern matches this message, or None.
+
+    A rule's card is more specific than a runtime one (an unknown flag beats "sglang's
+    parser failed"), so rule cards are tried first; the runtime's own order comes next.
+    """
     _ensure_loaded()
-    for c in _CARDS.values():
+    for c in sorted(_CARDS.values(), key=lambda c: c.stage == "runtime"):
         if c.matches(text):
             return c
     return None
@@ -109,19 +113,12 @@ def match_card(text: str) -> Card | None:
 
 def generic_card(message: str, source: str = "") -> Card:
     """A card for an error nothing in the catalogue explains: sglang's words and where."""
+    from dataclasses import replace
+
     where = f" It was raised at {source}." if source else ""
-    return Card(
-        code="sglang-error",
-        title="sglang rejected this configuration",
-        what=f"sglang raised: {message}{where}",
-        when="sglaunch has no explanation of its own for this message yet; it is sglang's verdict.",
-        solutions=(
-            "Read sglang's message: it usually names the flag and the value it expects.",
-            "Undo the most recent flag change and check again.",
-            "Search sglang's issues for the exact message.",
-        ),
-        stage="resolution",
-    )
+    base = get_card("sglang-error")
+    assert base is not None  # registered by oracle_cards
+    return replace(base, what=f"sglang raised: {message}{where}")
 
 
 def card_for(code: str, message: str, source: str = "") -> Card:

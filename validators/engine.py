@@ -71,10 +71,17 @@ def rule(
     return register
 
 
-def all_rules() -> list[Rule]:
-    from sglaunch.validators import registry  # noqa: F401  (registers every rule)
+_ORDERED: list[Rule] = []
 
-    return list(_RULES.values())
+
+def all_rules() -> list[Rule]:
+    """Every rule, in the registry's module order (a later rule's override wins)."""
+    from sglaunch.validators import registry  # registers every rule
+
+    if len(_ORDERED) != len(_RULES):
+        rank = {m.__name__: i for i, m in enumerate(registry.MODULES)}
+        _ORDERED[:] = sorted(_RULES.values(), key=lambda r: rank.get(r.func.__module__, len(rank)))
+    return list(_ORDERED)
 
 
 def get_rule(code: str) -> Rule | None:

@@ -58,17 +58,6 @@ def attn_dp_enabled(inp: CheckInput) -> bool:
     return attn_dp_size(inp) > 1 or ep_scale_joiner(inp)
 
 
-def backends(inp: CheckInput) -> dict[str, Any]:
-    return {f: inp.value(f) for f in BACKEND_FIELDS}
-
-
 def attention_backend_not_set(inp: CheckInput) -> bool:
     # srt/arg_groups/model_override_base.py:176
-    return all(v is None for v in backends(inp).values())
-
-
-def gpus_needed(inp: CheckInput) -> int:
-    """GPUs one node needs: tp × pp × data-parallel replicas, spread over nnodes."""
-    nnodes = max(_int(inp.value("nnodes")), 1)
-    total = tp_size(inp) * pp_size(inp) * max(dp_size(inp), 1)
-    return max(total // nnodes, 1) if total % nnodes == 0 else -(-total // nnodes)
+    return all(inp.value(f) is None for f in BACKEND_FIELDS)

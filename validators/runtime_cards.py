@@ -203,7 +203,8 @@ card(
     solutions=(
         "Read the traceback after `warmup error:`: it holds the first request's real error.",
         "Try another attention backend (e.g. --attention-backend triton).",
-        "Rule out CUDA graphs with --disable-cuda-graph.",
+        "Rule out CUDA graphs with --cuda-graph-backend-decode disabled "
+        "--cuda-graph-backend-prefill disabled.",
         "--skip-server-warmup brings the server up for debugging; real requests may fail the same way.",
     ),
     before=f"{LAUNCH} --attention-backend fa4",
@@ -527,6 +528,18 @@ def _int(value: Any) -> int | None:
     return int(number) if number is not None and number > 0 else None
 
 
+def _fewer_requests_fix(flags: Mapping[str, Any]) -> list[Fix]:
+    running = _int(flags.get("max_running_requests"))
+    if not running or running <= 1:
+        return []
+    return [
+        Fix(
+            f"Admit fewer requests: --max-running-requests {running // 2}",
+            set={"max_running_requests": running // 2},
+        )
+    ]
+
+
 def runtime_fixes(
     code: str,
     message: str,
@@ -586,23 +599,9 @@ def runtime_fixes(
                     set={"chunked_prefill_size": chunk // 2},
                 )
             )
-        running = _int(flags.get("max_running_requests"))
-        if running and running > 1:
-            fixes.append(
-                Fix(
-                    f"Admit fewer requests: --max-running-requests {running // 2}",
-                    set={"max_running_requests": running // 2},
-                )
-            )
+        fixes += _fewer_requests_fix(flags)
     elif code == HEALTH:
-        running = _int(flags.get("max_running_requests"))
-        if running and running > 1:
-            fixes.append(
-                Fix(
-                    f"Admit fewer requests: --max-running-requests {running // 2}",
-                    set={"max_running_requests": running // 2},
-                )
-            )
+        fixes += _fewer_requests_fix(flags)
     elif code == SCHEDULER_KILLED:
         if flags.get("weight_loader_disable_mmap"):
             fixes.append(
@@ -613,8 +612,11 @@ def runtime_fixes(
             fixes.append(
                 Fix("Try the triton attention backend", set={"attention_backend": "triton"})
             )
-        if not flags.get("disable_cuda_graph"):
-            fixes.append(
-                Fix("Rule out CUDA graphs (--disable-cuda-graph)", set={"disable_cuda_graph": True})
-            )
+        graphs_off = {
+            "cuda_graph_backend_decode": "disabled",
+            "cuda_graph_backend_prefill": "disabled",
+        }
+        if any(flags.get(k) != v for k, v in graphs_off.items()):
+            # sglang 0.5.23's spelling; --disable-cuda-graph is deprecated
+            fixes.append(Fix("Rule out CUDA graphs (decode and prefill)", set=graphs_off))
     return tuple(fixes)

@@ -32,6 +32,8 @@ def _say(text: str, err: TextIO, paint: Painter | None = None, style: str = "") 
 def run(args: argparse.Namespace, *, err: TextIO | None = None) -> int:
     from sglaunch.profiles import ProfileStore
 
+    if args.save and not args.fix:
+        raise UserError("--save goes with --fix (it saves the fixed profile)")
     err = err or sys.stderr
     paint = Painter(err)
     store = ProfileStore()
@@ -48,20 +50,19 @@ def run(args: argparse.Namespace, *, err: TextIO | None = None) -> int:
     )
     _warn_drift(profile, gpu, err, paint)
 
-    findings, answer, oracle_status = _validate(
-        profile, gpu, schema, python, use_oracle=not args.no_oracle
-    )
-    errors = [f for f in findings if f.severity is Severity.ERROR]
-    if errors and args.fix:
-        profile, findings, answer, oracle_status = _fix(
-            profile, findings, gpu, schema, python, not args.no_oracle, err, paint
-        )
+    with _Checker(profile, gpu, schema, python, use_oracle=not args.no_oracle) as checker:
+        findings, answer, oracle_status = checker.check(profile)
         errors = [f for f in findings if f.severity is Severity.ERROR]
-        if args.save and not errors:
-            profile = store.save(profile)
-            _say(f"saved the fixed profile {profile.name}", err, paint, "green")
-    elif args.save and not args.fix:
-        raise UserError("--save goes with --fix (it saves the fixed profile)")
+        if errors and args.fix:
+            profile, findings, answer, oracle_status = _fix(
+                profile, findings, checker, schema, err, paint
+            )
+            errors = [f for f in findings if f.severity is Severity.ERROR]
+            if args.save and not errors:
+                profile = store.save(profile)
+                _say(f"saved the fixed profile {profile.name}", err, paint, "green")
+        elif args.save:
+            _say("nothing to fix; the profile is unchanged and was not saved", err, paint, "2")
     print_findings([f for f in findings if f.severity is not Severity.OVERRIDE], schema, err)
     _say(f"{summary_line(findings)} · sglang check: {oracle_status}", err, paint, "2")
     if errors:
@@ -93,12 +94,16 @@ def _schema(use_oracle: bool, python: str | None) -> FlagSchema:
 
 
 def _gpu_facts(profile: Any, spec: str | None) -> Any:
-    from sglaunch.facts.gpu import gpu_facts_for
+    from sglaunch.facts.gpu import probe_gpus
+    from sglaunch.facts.presets import DEFAULT_PLANNING, parse_gpu_spec
 
+    if spec:
+        return parse_gpu_spec(spec)
     env = dict(os.environ)
     if profile.gpus.cuda_visible_devices is not None:
         env["CUDA_VISIBLE_DEVICES"] = profile.gpus.cuda_visible_devices
-    return gpu_facts_for(spec, env=env)
+    # no GPU here: plan for the machine the profile was saved for
+    return probe_gpus(env=env, fallback_preset=profile.gpus.preset or DEFAULT_PLANNING)
 
 
 def _warn_drift(profile: Any, gpu: Any, err: TextIO, paint: Painter) -> None:
@@ -125,50 +130,68 @@ def _warn_drift(profile: Any, gpu: Any, err: TextIO, paint: Painter) -> None:
         _say(f"! validated on {was}; now {gpu.describe()}", err, paint, "33")
 
 
-def _validate(
-    profile: Any, gpu: Any, schema: FlagSchema, python: str | None, *, use_oracle: bool
-) -> tuple[list[Finding], Any, str]:
-    from sglaunch.checking import check_flags, merge_findings
-    from sglaunch.facts.model import load_model_facts, model_path_for_sglang
-    from sglaunch.profiles import sglang_argv
+class _Checker:
+    """Both tiers for one profile's model and GPUs; the model is read and sglang started once."""
 
-    if not profile.model:
-        raise UserError(f"profile '{profile.name}' has no model: set one and save it again")
-    try:
-        model = load_model_facts(profile.model)
-    except UserError as exc:
-        raise UserError(f"profile '{profile.name}': {exc.message}", exc.code) from None
-    argv = sglang_argv(profile, schema=schema, model_path=model_path_for_sglang(profile.model))
-    env = dict(profile.env)
-    if profile.gpus.cuda_visible_devices is not None:
-        env["CUDA_VISIBLE_DEVICES"] = profile.gpus.cuda_visible_devices
-    result = check_flags(argv, schema=schema, gpu=gpu, model=model, env=env)
-    findings = list(result.findings)
-    if not use_oracle:
-        return findings, None, "skipped (--no-oracle)"
-    from sglaunch.oracle.client import Oracle
-    from sglaunch.oracle.findings import oracle_findings
+    def __init__(
+        self, profile: Any, gpu: Any, schema: FlagSchema, python: str | None, *, use_oracle: bool
+    ) -> None:
+        from sglaunch.cli.check import inherited_env
+        from sglaunch.facts.model import load_model_facts, model_path_for_sglang
+        from sglaunch.profiles.argvform import env_items
 
-    with Oracle(python=python) as oracle:
-        status = oracle.status
-        if not status.available:
-            return findings, None, f"unavailable: {status.reason}"
-        answer = oracle.resolve(argv, env, gpu)
-    found = oracle_findings(answer)
-    if answer.fault:
-        return findings + found, None, f"unavailable: {answer.fault}"
-    merged = merge_findings(result.builtin.findings, answer.ok, found)
-    verdict = "accepted" if answer.ok else "rejected"
-    return merged, answer, f"{verdict} by sglang {answer.sglang_version or SGLANG_VERSION}"
+        if not profile.model:
+            raise UserError(f"profile '{profile.name}' has no model: set one and save it again")
+        try:
+            self.model = load_model_facts(profile.model)
+        except UserError as exc:
+            raise UserError(f"profile '{profile.name}': {exc.message}", exc.code) from None
+        self.model_path = model_path_for_sglang(profile.model)
+        # what the server will see: the shell's SGLANG_* variables, then the profile's
+        self.env = {**inherited_env(os.environ), **dict(env_items(profile))}
+        self.gpu = gpu
+        self.schema = schema
+        self.oracle: Any = None
+        self.unavailable = "skipped (--no-oracle)"
+        if use_oracle:
+            from sglaunch.oracle.client import Oracle
+
+            self.oracle = Oracle(python=python)
+            status = self.oracle.start()
+            if not status.available:
+                self.unavailable = f"unavailable: {status.reason}"
+                self.close()
+
+    def __enter__(self) -> _Checker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.oracle is not None:
+            self.oracle.close()
+            self.oracle = None
+
+    def check(self, profile: Any) -> tuple[list[Finding], Any, str]:
+        from sglaunch.checking import check_flags, with_oracle
+        from sglaunch.oracle.findings import oracle_findings
+        from sglaunch.profiles import sglang_argv
+
+        argv = sglang_argv(profile, schema=self.schema, model_path=self.model_path)
+        result = check_flags(argv, schema=self.schema, gpu=self.gpu, model=self.model, env=self.env)
+        if self.oracle is None:
+            return list(result.findings), None, self.unavailable
+        answer = self.oracle.resolve(argv, self.env, self.gpu)
+        checked = with_oracle(result, answer, oracle_findings(answer))
+        return list(checked.findings), checked.oracle, checked.oracle_status
 
 
 def _fix(
     profile: Any,
     findings: list[Finding],
-    gpu: Any,
+    checker: _Checker,
     schema: FlagSchema,
-    python: str | None,
-    use_oracle: bool,
     err: TextIO,
     paint: Painter,
 ) -> tuple[Any, list[Finding], Any, str]:
@@ -187,7 +210,7 @@ def _fix(
             changes = _describe(before, flags, schema)
             _say(f"fixed {finding.code}: {fix.label} ({changes})", err, paint, "32")
         profile = replace(profile, flags=flags)
-        findings, answer, status = _validate(profile, gpu, schema, python, use_oracle=use_oracle)
+        findings, answer, status = checker.check(profile)
     return profile, findings, answer, status
 
 

@@ -10,15 +10,13 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sglaunch import SGLANG_VERSION
-from sglaunch.checking import CheckResult, check_flags, merge_oracle, result_json
+from sglaunch.checking import CheckResult, check_flags, result_json, with_oracle
 from sglaunch.cli.args import Parser, interpreter_path, parse_env_pairs, split_double_dash
 from sglaunch.cli.render import Painter, print_findings, summary_line
 from sglaunch.errors import UserError
 from sglaunch.exitcodes import ExitCode
 from sglaunch.flags.launchline import parse_launch_line
 from sglaunch.flags.schema import FlagSchema, bundled_schema
-from sglaunch.validators.findings import sort_findings
 
 INHERITED_ENV_PREFIXES = ("SGLANG_", "SGL_")
 PARSE_CODES = ("unknown-flag", "ambiguous-flag", "invalid-flag-value")
@@ -135,6 +133,12 @@ def check_command(
     err = err or sys.stderr
     schema = _schema(use_oracle, sglang_python)
     sglang_argv, line_env = split_launch(sglang_tokens)
+    if any(t == "--config" or t.startswith("--config=") for t in sglang_argv):
+        # sglang merges the file into its argv before parsing: check what it will see
+        # (imported only then: the YAML stack costs a check ~40 ms at start-up)
+        from sglaunch.profiles.sglang_yaml import expand_config
+
+        sglang_argv = expand_config(sglang_argv, schema=schema)
     env = {**inherited_env(os.environ), **line_env, **parse_env_pairs(env_pairs)}
 
     source = model or model_from_argv(sglang_argv, schema)
@@ -169,14 +173,12 @@ def check_command(
         ),
         file=err,
     )
-    if use_oracle and not result.has_parse_errors:
+    if use_oracle:
         result, sglang_version = _ask_oracle(
             result, sglang_argv, env, sglang_python, oracle_timeout
         )
-    elif not use_oracle:
-        result.oracle_status = "skipped (--no-oracle)"
     else:
-        result.oracle_status = "skipped: sglang's parser would stop at the flag errors first"
+        result.oracle_status = "skipped (--no-oracle)"
 
     print_findings(result.findings, schema, err)
     status = f"sglang check: {result.oracle_status}"
@@ -190,7 +192,7 @@ def check_command(
         data = result_json(result, schema=schema, argv=sglang_argv, sglang_version=sglang_version)
         out.write(json.dumps(data, indent=2, default=_json_default) + "\n")
         out.flush()
-    return int(exit_code(result))
+    return int(ExitCode.VALIDATION if result.errors else ExitCode.OK)
 
 
 def _schema(use_oracle: bool, sglang_python: str | None) -> FlagSchema:
@@ -202,14 +204,6 @@ def _schema(use_oracle: bool, sglang_python: str | None) -> FlagSchema:
     except ImportError:  # pragma: no cover - the oracle ships with sglaunch
         return bundled_schema()
     return load_flag_schema(sglang_python).schema
-
-
-def exit_code(result: CheckResult) -> ExitCode:
-    if result.has_parse_errors:
-        return ExitCode.USAGE
-    if result.errors:
-        return ExitCode.VALIDATION
-    return ExitCode.OK
 
 
 def _ask_oracle(
@@ -234,16 +228,7 @@ def _ask_oracle(
         answer = oracle.resolve(argv, env, result.gpu)
     finally:
         oracle.close()
-    found = oracle_findings(answer)
-    if answer.fault:
-        # no verdict from sglang: say why, keep the built-in one (plus a warning)
-        result.findings = sort_findings([*result.findings, *found])
-        result.oracle_status = f"unavailable: {answer.fault}"
-        return result, answer.sglang_version
-    merged = merge_oracle(result, answer, found)
-    verdict = "accepted" if answer.ok else "rejected"
-    merged.oracle_status = f"{verdict} by sglang {answer.sglang_version or SGLANG_VERSION} ({answer.elapsed_s * 1000:.0f} ms)"
-    return merged, answer.sglang_version
+    return with_oracle(result, answer, oracle_findings(answer)), answer.sglang_version
 
 
 def _json_default(value: Any) -> Any:

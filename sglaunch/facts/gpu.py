@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from sglaunch.facts.presets import DEFAULT_PLANNING, parse_gpu_spec
@@ -63,13 +64,9 @@ def visible_indices(env_value: str | None, uuids: list[str]) -> list[int] | None
 
 def planning_fallback(reason: str, preset: str = DEFAULT_PLANNING) -> GpuFacts:
     facts = parse_gpu_spec(preset)
-    return GpuFacts(
-        mode=GpuMode.PLANNING,
-        devices=facts.devices,
-        driver_version=facts.driver_version,
-        cuda_version=facts.cuda_version,
+    return replace(
+        facts,
         status=f"{reason} — planning mode with {facts.describe()} (choose with --gpu NAMExCOUNT)",
-        preset=facts.preset,
     )
 
 
@@ -177,13 +174,8 @@ def _read(
     )
     hidden = total - len(devices)
     note = f" ({hidden} hidden by CUDA_VISIBLE_DEVICES)" if hidden else ""
-    status = f"{facts.describe()} · driver {driver or '?'} · CUDA {cuda or '?'}{note}"
-    return GpuFacts(
-        mode=GpuMode.NVML,
-        devices=facts.devices,
-        driver_version=driver,
-        cuda_version=cuda,
-        status=status,
+    return replace(
+        facts, status=f"{facts.describe()} · driver {driver or '?'} · CUDA {cuda or '?'}{note}"
     )
 
 

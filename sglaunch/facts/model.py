@@ -10,9 +10,10 @@ semantics applied where sglang defines the type.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from functools import cache
 from importlib import resources
@@ -105,6 +106,26 @@ def hf_cache_dirs(env: Mapping[str, str]) -> list[Path]:
     return dirs
 
 
+def hf_cached_repos(cache_dirs: Iterable[Path]) -> list[str]:
+    """Repo ids in the local Hugging Face cache that have a config.json (no network)."""
+    out: list[str] = []
+    seen: set[Path] = set()
+    for base in cache_dirs:
+        try:
+            real = base.resolve()
+            if real in seen:  # HF_HOME/hub is often the default folder too
+                continue
+            seen.add(real)
+            entries = sorted(base.glob("models--*"))
+            for entry in entries:
+                repo = entry.name[len("models--") :].replace("--", "/", 1)
+                if repo not in out and any(entry.glob("snapshots/*/config.json")):
+                    out.append(repo)
+        except OSError:
+            continue
+    return out
+
+
 def find_in_hf_cache(repo_id: str, env: Mapping[str, str]) -> Path | None:
     folder = "models--" + repo_id.replace("/", "--")
     for base in hf_cache_dirs(env):
@@ -139,6 +160,18 @@ def resolve_model_dir(source: str, env: Mapping[str, str] | None = None) -> Path
         if name not in EXAMPLES:
             raise UserError(f"no bundled example {name!r}; choose one of: {', '.join(EXAMPLES)}")
         return example_dir(name)
+    try:
+        return _probe_model_path(source, env)
+    except (OSError, RuntimeError) as exc:
+        # expanduser raises RuntimeError for "~nouser/..."; stat raises OSError for a
+        # name the OS refuses (ENAMETOOLONG, ELOOP, EACCES on a parent folder)
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).rstrip(".")
+        shown = source if len(source) <= 80 else source[:79] + "…"
+        raise UserError(f"cannot use model path {shown!r}: {why}") from exc
+
+
+def _probe_model_path(source: str, env: Mapping[str, str]) -> Path:
+    """resolve_model_dir for a path or repo id; OSError/RuntimeError escape to the caller."""
     path = Path(source).expanduser()
     if path.is_file():
         if path.name == "config.json":
@@ -250,12 +283,12 @@ def context_length(cfg: Mapping[str, Any]) -> int:
     return 2048
 
 
-def sala_facts(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """MiniCPMHybridConfig's derived facts, errors included, with sglang's exact semantics."""
-    layers = _int_or_none(cfg.get("num_hidden_layers"))
-    layers = 32 if layers is None else layers
-    heads = _int_or_none(cfg.get("num_attention_heads")) or 32
-    kv = _int_or_none(cfg.get("num_key_value_heads")) or 8
+def sala_facts(cfg: Mapping[str, Any], *, layers: int, heads: int, kv: int) -> dict[str, Any]:
+    """MiniCPMHybridConfig's derived facts, errors included, with sglang's exact semantics.
+
+    `layers`, `heads` and `kv` are the config's values with the constructor's
+    defaults already applied (facts_from_config does that, once).
+    """
     raw = cfg.get("mixer_types")
     out: dict[str, Any] = {}
     if not raw:
@@ -314,11 +347,13 @@ def facts_from_config(
     hidden = _int_or_none(_first(tcfg, _ALIASES["hidden_size"]))
     layers = _int_or_none(_first(tcfg, _ALIASES["num_hidden_layers"]))
     head_dim = _int_or_none(tcfg.get("head_dim"))
+    sala: dict[str, Any] | None = None
     if model_type == "minicpm_sala":
         # MiniCPMHybridConfig's constructor defaults for what config.json leaves out
         heads = 32 if heads is None else heads
         kv = 8 if kv is None else kv
         layers = 32 if layers is None else layers
+        sala = sala_facts(config, layers=layers, heads=heads, kv=kv)
     if kv is None:
         kv = heads
     if head_dim is None and heads and hidden:
@@ -369,8 +404,7 @@ def facts_from_config(
             ),
             config_error_ref="srt/utils/hf_transformers/config.py:228 (AutoConfig.from_pretrained)",
         )
-    if model_type == "minicpm_sala":
-        sala = sala_facts(config)
+    if sala is not None:
         facts = replace(
             facts,
             mixer_types=sala.get("mixer_types"),
@@ -387,11 +421,32 @@ def facts_from_config(
 # --- loading ------------------------------------------------------------------------
 
 
+class _ErrorsOnly(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.ERROR
+
+
+def _quiet_transformers() -> None:
+    """Keep transformers' warnings off stderr, which the TUI draws on and `check` reports on.
+
+    Its import warns before its logging API exists ("PyTorch was not found"), on
+    its root logger: a filter there stops that; set_verbosity_error does the rest.
+    """
+    root = logging.getLogger("transformers")
+    if not any(isinstance(f, _ErrorsOnly) for f in root.filters):
+        root.addFilter(_ErrorsOnly())
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.set_verbosity_error()
+
+
 def _autoconfig_dict(model_dir: Path) -> dict[str, Any]:
-    """AutoConfig's view of a config transformers knows (defaults filled in, aliases resolved)."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    """AutoConfig's view of a config transformers knows (defaults filled in, aliases resolved).
+
+    Offline through `local_files_only=True` alone: sglaunch's os.environ is what
+    the server it launches inherits, so no HF_*/TRANSFORMERS_* variable is set here.
+    """
+    _quiet_transformers()
     from transformers import AutoConfig
 
     cfg = AutoConfig.from_pretrained(str(model_dir), trust_remote_code=False, local_files_only=True)

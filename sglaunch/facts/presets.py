@@ -104,9 +104,7 @@ def parse_gpu_spec(spec: str, cuda_version: str = DEFAULT_CUDA) -> GpuFacts:
     return planning_facts(preset, count, cuda_version=cuda_version)
 
 
-def planning_facts(
-    preset: Preset, count: int, *, cuda_version: str = DEFAULT_CUDA, status: str = ""
-) -> GpuFacts:
+def planning_facts(preset: Preset, count: int, *, cuda_version: str = DEFAULT_CUDA) -> GpuFacts:
     devices = tuple(
         GpuDevice(
             index=i,
@@ -124,7 +122,6 @@ def planning_facts(
         devices=devices,
         driver_version=DEFAULT_DRIVER,
         cuda_version=cuda_version,
-        status=status
-        or f"planning mode: {count}× {preset.name} (sm{preset.capability[0]}{preset.capability[1]}, {round(preset.memory_mib / 1024)} GiB)",
+        status=f"planning mode: {count}× {preset.name} (sm{preset.capability[0]}{preset.capability[1]}, {round(preset.memory_mib / 1024)} GiB)",
         preset=f"{preset.key}x{count}",
     )

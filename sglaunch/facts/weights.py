@@ -34,7 +34,11 @@ def safetensors_payload_bytes(path: Path) -> int | None:
             continue
         offsets = info.get("data_offsets")
         if isinstance(offsets, list) and len(offsets) == 2:
-            end = max(end, int(offsets[1]))
+            try:
+                end = max(end, int(offsets[1]))
+            except (ValueError, TypeError, OverflowError):
+                # "x", null, [..] or 1e400 (inf): a corrupt header, so the size is unknown
+                return None
     return end
 
 
@@ -48,7 +52,7 @@ def weight_bytes(model_dir: Path) -> tuple[int | None, str | None]:
                 total = data.get("metadata", {}).get("total_size")
                 if isinstance(total, int | float) and total > 0:
                     return int(total), name
-            except (OSError, ValueError, AttributeError):
+            except (OSError, ValueError, AttributeError, OverflowError):  # 1e400 is inf
                 pass
     files = sorted(model_dir.glob("*.safetensors"))
     if files:

@@ -34,7 +34,7 @@ class ParsedFlags:
         return not self.issues
 
 
-class _TypeError(Exception):
+class FlagTypeError(Exception):
     """A value argparse's type function would reject; `message` is argparse's text."""
 
     def __init__(self, message: str) -> None:
@@ -52,7 +52,7 @@ def _human_int(value: str) -> int:
         number, suffix = m.groups()
         if suffix in iec:
             if "." in number:
-                raise _TypeError(
+                raise FlagTypeError(
                     f"Decimals are not allowed with IEC suffixes like '{suffix}'. "
                     f"Use an integer IEC value such as '{int(Decimal(number))}{suffix}', "
                     f"or an SI value such as '{number}{suffix[0]}'."
@@ -62,7 +62,7 @@ def _human_int(value: str) -> int:
     try:
         return int(value)
     except ValueError:
-        raise _TypeError(
+        raise FlagTypeError(
             f"Invalid integer value: '{value}'. "
             "Use a plain integer, SI suffixes (1k, 1M), or IEC suffixes (1Ki, 1Mi). "
             "Suffixes are case-sensitive."
@@ -70,7 +70,7 @@ def _human_int(value: str) -> int:
 
 
 def convert(spec: FlagSpec, raw: str) -> Any:
-    """One value through the flag's type function; raises _TypeError with argparse's words."""
+    """One value through the flag's type function; raises FlagTypeError with argparse's words."""
     t = spec.type
     try:
         if t == "int":
@@ -85,25 +85,27 @@ def convert(spec: FlagSpec, raw: str) -> Any:
             try:
                 parsed = json.loads(raw)
             except json.JSONDecodeError as e:
-                raise _TypeError(f"{spec.name} must be JSON: {e}") from None
+                raise FlagTypeError(f"{spec.name} must be JSON: {e}") from None
             if not isinstance(parsed, dict):
-                raise _TypeError(f"{spec.name} must be a JSON object, got {type(parsed).__name__}")
+                raise FlagTypeError(
+                    f"{spec.name} must be a JSON object, got {type(parsed).__name__}"
+                )
             return parsed
         if t == "json_list":
             try:
                 return json.loads(raw)
             except json.JSONDecodeError:
-                raise _TypeError(
+                raise FlagTypeError(
                     f"Invalid JSON list: {raw}. Please provide a valid JSON list."
                 ) from None
         if t == "nullable_str":
             return None if not raw or raw == "None" else raw
         if t == "cuda_graph_backend":
             if raw == "tc_piecewise":
-                raise _TypeError("tc_piecewise was removed; select breakable, full, or disabled")
+                raise FlagTypeError("tc_piecewise was removed; select breakable, full, or disabled")
             return raw
         return raw
-    except _TypeError:
+    except FlagTypeError:
         raise
     except (ValueError, TypeError, InvalidOperation):
         type_name = {
@@ -111,10 +113,10 @@ def convert(spec: FlagSpec, raw: str) -> Any:
             "float": "float",
             "json": "loads",
         }.get(t, t)
-        raise _TypeError(f"invalid {type_name} value: {raw!r}") from None
+        raise FlagTypeError(f"invalid {type_name} value: {raw!r}") from None
 
 
-def _check_choice(spec: FlagSpec, value: Any) -> str | None:
+def check_choice(spec: FlagSpec, value: Any) -> str | None:
     if spec.choices is None or value is None:
         return None
     if value in spec.choices:
@@ -244,9 +246,7 @@ def parse_argv(argv: Iterable[str], schema: FlagSchema) -> ParsedFlags:
             while i < len(tokens) and _is_value_token(tokens[i]):
                 raw_values.append(tokens[i])
                 i += 1
-                if not spec.is_list and spec.nargs != "?":
-                    break
-                if spec.nargs == "?":
+                if not spec.is_list:  # nargs None or "?": one value at most
                     break
         if not raw_values and spec.nargs not in ("*", "?"):
             what = "at least one argument" if spec.nargs == "+" else "one argument"
@@ -264,7 +264,7 @@ def parse_argv(argv: Iterable[str], schema: FlagSchema) -> ParsedFlags:
         for raw in raw_values:
             try:
                 value = convert(spec, raw)
-            except _TypeError as e:
+            except FlagTypeError as e:
                 out.issues.append(
                     FlagIssue(
                         FlagIssueKind.INVALID_VALUE,
@@ -276,7 +276,7 @@ def parse_argv(argv: Iterable[str], schema: FlagSchema) -> ParsedFlags:
                 )
                 bad = True
                 break
-            choice_error = _check_choice(spec, value)
+            choice_error = check_choice(spec, value)
             if choice_error:
                 out.issues.append(
                     FlagIssue(
@@ -332,7 +332,7 @@ def to_argv(values: Mapping[str, Any], schema: FlagSchema) -> list[str]:
     out: list[str] = []
     for dest, value in values.items():
         spec = schema.get(dest)
-        name = spec.name if spec else "--" + dest.replace("_", "-")
+        name = schema.cli_name(dest)
         if spec is None:
             if value is True:
                 out.append(name)
@@ -347,7 +347,7 @@ def to_argv(values: Mapping[str, Any], schema: FlagSchema) -> list[str]:
                 if neg:
                     out.append(neg)
             continue
-        if spec.is_bool or (spec.action == "store_const" and spec.type == "const"):
+        if not spec.takes_value:
             if value:
                 out.append(name)
             continue

@@ -8,11 +8,10 @@ reads the installed sglang's schema, with help text, and caches it.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -55,6 +54,12 @@ class FlagSpec:
     @property
     def is_list(self) -> bool:
         return self.nargs in ("+", "*") or isinstance(self.nargs, int)
+
+    def matches(self, words: Sequence[str]) -> bool:
+        """True when every word appears, ignoring case, in the flag's spellings (name and
+        aliases), dest, section, namespace or help: a search box's filter. No words: True."""
+        hay = " ".join((*self.options, self.dest, self.section, self.namespace, self.help)).lower()
+        return all(w.lower() in hay for w in words)
 
     @property
     def argparse_name(self) -> str:
@@ -121,28 +126,17 @@ class FlagSchema:
     def cli_names(self) -> Mapping[str, str]:
         # built once: every re-validation reads it
         if self._cli_names is None:
-            self._cli_names = MappingProxyType({f.dest: f.name for f in self.flags})
+            # by_dest, not self.flags: a retired spelling sharing the dest must not win
+            self._cli_names = MappingProxyType({d: f.name for d, f in self.by_dest.items()})
         return self._cli_names
 
     def defaults(self) -> Mapping[str, Any]:
         if self._defaults is None:
-            self._defaults = MappingProxyType({f.dest: f.default for f in self.flags})
+            self._defaults = MappingProxyType({d: f.default for d, f in self.by_dest.items()})
         return self._defaults
 
     def all_options(self) -> list[str]:
         return list(self.by_option)
-
-    def search(self, text: str) -> list[FlagSpec]:
-        """Flags whose name, dest, section or help mention every word of `text`."""
-        words = [w.lower() for w in text.split() if w]
-        if not words:
-            return list(self.flags)
-        out = []
-        for f in self.flags:
-            hay = " ".join((*f.options, f.dest, f.section, f.namespace, f.help)).lower()
-            if all(w in hay for w in words):
-                out.append(f)
-        return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], origin: str = "bundled") -> FlagSchema:
@@ -171,15 +165,3 @@ def bundled_schema() -> FlagSchema:
         .read_text(encoding="utf-8")
     )
     return FlagSchema.from_json(json.loads(text), origin="bundled")
-
-
-def load_schema_file(path: Path) -> FlagSchema:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UserError(f"cannot read flag schema {path}: {exc}") from exc
-    return FlagSchema.from_json(data, origin=str(path))
-
-
-def dests_in(schema: FlagSchema, names: Iterable[str]) -> list[str]:
-    return [n for n in names if n in schema.by_dest]

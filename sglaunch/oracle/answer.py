@@ -33,10 +33,6 @@ class OracleError:
     exit_code: int | None = None  # argparse's SystemExit status
     traceback: str = ""
 
-    @property
-    def is_argparse(self) -> bool:
-        return self.type == "SystemExit"
-
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> OracleError:
         code = d.get("exit_code")
@@ -48,6 +44,17 @@ class OracleError:
             exit_code=int(code) if isinstance(code, int) else None,
             traceback=str(d.get("traceback") or ""),
         )
+
+    def to_json(self) -> dict[str, Any]:
+        """Every field, as from_json reads it back."""
+        return {
+            "type": self.type,
+            "message": self.message,
+            "where": self.where,
+            "stage": self.stage,
+            "exit_code": self.exit_code,
+            "traceback": self.traceback,
+        }
 
 
 @dataclass(frozen=True)
@@ -111,15 +118,7 @@ class OracleAnswer:
     def to_json(self) -> dict[str, Any]:
         return {
             "ok": self.ok,
-            "error": None
-            if self.error is None
-            else {
-                "type": self.error.type,
-                "message": self.error.message,
-                "where": self.error.where,
-                "stage": self.error.stage,
-                "exit_code": self.error.exit_code,
-            },
+            "error": None if self.error is None else self.error.to_json(),
             "resolved": self.resolved,
             "changed": {k: list(v) for k, v in self.changed.items()},
             "explicit": list(self.explicit),

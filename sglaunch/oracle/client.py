@@ -95,14 +95,25 @@ class Oracle:
     def start(self) -> OracleStatus:
         """Start the worker (if it is not running) and run the canary; returns the status."""
         with self._lock:
-            if self._proc is not None and self._proc.poll() is None and self._status.available:
-                return self._status
-            self._stop()
-            self._started_once = True
-            self._status = self._launch()
-            if not self._status.available:
-                self._stop()
+            return self._ensure_started(retry_failed=True)
+
+    def _ensure_started(self, *, retry_failed: bool) -> OracleStatus:
+        """The running worker's status, or a new worker's; the caller holds the lock.
+
+        A worker that died is replaced. One that never came up is retried only
+        with `retry_failed` (start()): resolve() runs on every keystroke, and a
+        failed start costs seconds.
+        """
+        if self._proc is not None and self._proc.poll() is None and self._status.available:
             return self._status
+        if self._started_once and not self._status.available and not retry_failed:
+            return self._status
+        self._stop()
+        self._started_once = True
+        self._status = self._launch()
+        if not self._status.available:
+            self._stop()
+        return self._status
 
     def close(self) -> None:
         """Kill the worker's process group; safe from any thread, even mid-request."""
@@ -140,21 +151,9 @@ class Oracle:
     ) -> OracleAnswer:
         """sglang's verdict on `argv` (sglang's server flags) with `env` on `gpu`."""
         with self._lock:
-            if self._proc is None or self._proc.poll() is not None:
-                # a worker that died is replaced; one that never came up is not
-                # retried on every keystroke (start() retries it)
-                if self._started_once and not self._status.available:
-                    return OracleAnswer.failed(
-                        self._status.reason, sglang_version=self._status.sglang_version
-                    )
-                self._stop()
-                self._started_once = True
-                self._status = self._launch()
-                if not self._status.available:
-                    self._stop()
-                    return OracleAnswer.failed(
-                        self._status.reason, sglang_version=self._status.sglang_version
-                    )
+            status = self._ensure_started(retry_failed=False)
+            if not status.available:
+                return OracleAnswer.failed(status.reason, sglang_version=status.sglang_version)
             self._next_id += 1
             request = {
                 "id": self._next_id,

@@ -99,8 +99,18 @@ def oracle_findings(answer: OracleAnswer) -> list[Finding]:
     if answer.error is not None:
         findings.append(_error_finding(answer))
     explicit = set(answer.explicit)
-    for field, (asked, value) in answer.changed.items():
-        if field not in explicit and is_noise(field, asked, value):
-            continue
+    for field, (asked, value) in meaningful_changes(answer).items():
         findings.append(_override_finding(field, asked, value, field in explicit))
     return findings
+
+
+def meaningful_changes(
+    answer: OracleAnswer, explicit: set[str] | None = None
+) -> dict[str, tuple[Any, Any]]:
+    """The fields sglang changes, without the noise `is_noise` names (unless asked for)."""
+    explicit = set(answer.explicit) if explicit is None else explicit
+    return {
+        field: (asked, value)
+        for field, (asked, value) in answer.changed.items()
+        if field in explicit or not is_noise(field, asked, value)
+    }

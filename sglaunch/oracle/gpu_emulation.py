@@ -125,13 +125,14 @@ def find_bindings() -> Bindings:
     return Bindings(targets)
 
 
-def emulate_gpu(gpu: dict[str, Any], bindings: Bindings | None = None) -> None:
+def emulate_gpu(gpu: dict[str, Any], bindings: Bindings) -> None:
     """Make torch and sglang answer as the described GPUs would, without CUDA or NVML.
 
     The list is what sglang 0.5.23's resolution reads (see the resolution
     reference): torch.cuda's device queries, torch.version.cuda, the memoised
     probes in srt/utils/common.py, the nvidia-smi / NVML helpers wherever
-    sglang bound them, and the lazily chosen platform object.
+    sglang bound them, and the lazily chosen platform object. `bindings` is
+    find_bindings()'s answer, found once in the warm parent, not per request.
     """
     devices = list(gpu.get("devices") or [])
     if not devices:
@@ -227,7 +228,5 @@ def emulate_gpu(gpu: dict[str, Any], bindings: Bindings | None = None) -> None:
     platforms._current_platform = new_platform
     if old_platform is not None:
         replacements[id(old_platform)] = new_platform
-    if bindings is None:
-        bindings = find_bindings()
     bindings.rebind(replacements)
     bindings.clear_caches()

@@ -50,7 +50,10 @@ def _bundled(reason: str, python: str | None = None) -> SchemaLookup:
 
 def _extract(python: str, out: Path, timeout: float) -> str:
     """Run extract.py under `python` into `out`; returns '' or a one-line reason."""
-    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return f"cannot create the schema cache {out.parent}: {exc.strerror or exc}"
     tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
     try:
         done = subprocess.run(
@@ -69,8 +72,26 @@ def _extract(python: str, out: Path, timeout: float) -> str:
         last = lines[-1].strip() if lines else f"exit status {done.returncode}"
         tmp.unlink(missing_ok=True)
         return f"reading sglang's flags failed: {last}"
-    os.replace(tmp, out)
+    try:
+        os.replace(tmp, out)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        return f"cannot write the schema cache {out}: {exc.strerror or exc}"
     return ""
+
+
+def _sglang_version(python: str, source: str) -> tuple[str | None, str]:
+    """(sglang's version under `python`, or None and why); `source` as find_sglang_python's."""
+    if source == "current":
+        # sglang is installed in this very interpreter: its metadata answers in-process
+        # (without importing sglang), where a subprocess would cost a Python start-up
+        from sglaunch.sglang_import import sglang_version
+
+        version = sglang_version()
+        if version is None:
+            return None, f"sglang is not installed in {python}; run `sglaunch oracle setup`"
+        return version, ""
+    return probe_sglang_version(python)
 
 
 def load_flag_schema(
@@ -78,25 +99,25 @@ def load_flag_schema(
 ) -> SchemaLookup:
     """The schema of the sglang that will parse the launch line, or the bundled one.
 
-    Never raises for a missing or broken sglang: the result says why it fell
-    back. A cache file that no longer parses is rebuilt.
+    Never raises for a missing or broken sglang or an unusable cache folder:
+    the result says why it fell back. A cache file that no longer parses is rebuilt.
     """
     found = find_sglang_python(python)
     if found.path is None:
         return _bundled(found.reason)
-    version, why = probe_sglang_version(found.path)
+    version, why = _sglang_version(found.path, found.source)
     if version is None:
         return _bundled(why, found.path)
     note = ""
     if version != SGLANG_VERSION:
         note = f"sglang {version} found; sglaunch mirrors {SGLANG_VERSION} (flags read from sglang {version})"
     path = cache_file(found.path, version)
-    if path.exists() and not refresh:
+    if not refresh:
         try:
             schema = FlagSchema.from_json(json.loads(path.read_text("utf-8")), origin=str(path))
             return SchemaLookup(schema, "cache", note, found.path, path)
         except (OSError, ValueError, UserError):
-            pass  # a damaged cache file is rebuilt below
+            pass  # missing, unreadable or damaged: (re)built below
     failure = _extract(found.path, path, timeout)
     if failure:
         return _bundled(failure, found.path)

@@ -6,7 +6,7 @@ Three pip steps in a new venv: torch==2.13.0 (alone, so pip can never resolve an
 unpinned torch into a multi-GB CUDA build), sglang==0.5.23 with --no-deps (its
 GPU dependencies are not needed to resolve arguments), then the pinned list in
 `sglang-cpu.txt`. Idempotent: a DIR whose Python already imports sglang 0.5.23
-is left alone. Standard library only, apart from the default DIR.
+is left alone. Standard library and sglaunch's own light modules only.
 """
 
 from __future__ import annotations
@@ -18,9 +18,12 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-SGLANG = "sglang==0.5.23"
+from sglaunch import SGLANG_VERSION
+from sglaunch.exitcodes import ExitCode
+from sglaunch.oracle.interpreter import managed_env_dir, venv_python
+
+SGLANG = f"sglang=={SGLANG_VERSION}"
 TORCH = "torch==2.13.0"
-SGLANG_VERSION = SGLANG.split("==")[1]
 
 
 class SetupError(Exception):
@@ -85,7 +88,7 @@ def setup(
 ) -> Path:
     """Create or complete the environment; returns its Python. Raises SetupError."""
     env_dir = Path(os.path.abspath(os.path.expanduser(str(env_dir))))
-    python = env_dir / "bin" / "python"
+    python = venv_python(env_dir)
     if not force and ready_version(python) == SGLANG_VERSION:
         print(f"sglaunch: sglang {SGLANG_VERSION} is already set up in {env_dir}", file=sys.stderr)
         return python
@@ -114,12 +117,6 @@ def setup(
     return python
 
 
-def default_dir() -> Path:
-    from sglaunch.oracle.interpreter import managed_env_dir
-
-    return managed_env_dir()
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="sglaunch oracle setup",
@@ -139,17 +136,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--force", action="store_true", help="reinstall even when it looks ready")
     args = ap.parse_args(argv)
-    env_dir = args.dir if args.dir is not None else default_dir()
+    env_dir = args.dir if args.dir is not None else managed_env_dir()
     try:
         python = setup(env_dir, torch_index_url=args.torch_index_url, force=args.force)
     except SetupError as exc:
         print(f"sglaunch: {exc}", file=sys.stderr)
-        return 1
+        # USAGE, the contract's "bad usage or input": a setup fails on what the
+        # user can change (--dir, the network or index, the base Python), and
+        # VALIDATION (1) would read as "the launch line has errors"
+        return int(ExitCode.USAGE)
     except KeyboardInterrupt:
         print("sglaunch: interrupted; run the same command again to finish", file=sys.stderr)
-        return 130
+        return int(ExitCode.INTERRUPTED)
     print(python)
-    return 0
+    return int(ExitCode.OK)
 
 
 if __name__ == "__main__":

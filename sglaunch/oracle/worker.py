@@ -95,11 +95,7 @@ class _Channel:
         self._buf = b""
 
     def send(self, obj: dict[str, Any]) -> None:
-        data = (json.dumps(obj, allow_nan=False) + "\n").encode()
-        view = memoryview(data)
-        while view:
-            n = os.write(self.fd_out, view)
-            view = view[n:]
+        _write_all(self.fd_out, (json.dumps(obj, allow_nan=False) + "\n").encode())
 
     def readline(self, watch_parent: int) -> bytes | None:
         """The next request line; None at EOF or when the client is gone."""
@@ -141,6 +137,9 @@ def _die_with_parent() -> None:
 
 
 def _load_by_path(rel: str, name: str) -> Any:
+    """A sibling file as a module, once: this interpreter may not have sglaunch installed."""
+    if name in sys.modules:
+        return sys.modules[name]
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), rel)
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
@@ -151,6 +150,19 @@ def _load_by_path(rel: str, name: str) -> Any:
     return module
 
 
+def _shim() -> Any:
+    """sglaunch/sglang_import.py (standard library only): import shims, sglang's folder
+    and version, shared with the flag extractor."""
+    return _load_by_path(os.path.join("..", "sglang_import.py"), "_sglaunch_sglang_import")
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
 def _one_line(text: str, limit: int = 400) -> str:
     line = " ".join(str(text).split())
     return line if len(line) <= limit else line[: limit - 1] + "…"
@@ -158,13 +170,6 @@ def _one_line(text: str, limit: int = 400) -> str:
 
 # --------------------------------------------------------------------------
 # warm-up: everything resolution imports, while the process looks CPU-only
-
-
-def _sglang_dir() -> str:
-    spec = importlib.util.find_spec("sglang")
-    if spec is None or spec.origin is None:
-        raise ImportError("sglang is not installed in this interpreter")
-    return os.path.dirname(spec.origin)
 
 
 def _modules_resolution_imports(sglang_dir: str) -> list[str]:
@@ -226,11 +231,12 @@ def warm_up() -> dict[str, Any]:
     global _EMULATION
     _EMULATION = _load_by_path("gpu_emulation.py", "_sglaunch_oracle_gpu_emulation")
     _EMULATION.hide_cuda()
-    _load_by_path(os.path.join("..", "sglang_import.py"), "_sglaunch_sglang_import").prepare()
+    shim = _shim()
+    shim.prepare()
     with warnings.catch_warnings():
         # import-time warnings ("Only CUDA ... support AWQ") are about this CPU box
         warnings.simplefilter("ignore")
-        sglang_dir = _sglang_dir()
+        sglang_dir = shim.sglang_dir()
         for name in _modules_resolution_imports(sglang_dir):
             _import_if_module(name)
         import argparse
@@ -443,10 +449,7 @@ def _child(request: dict[str, Any], write_fd: int) -> None:
                     "warnings": [],
                 }
             ).encode()
-        view = memoryview(data)
-        while view:
-            n = os.write(write_fd, view)
-            view = view[n:]
+        _write_all(write_fd, data)
         # EOF now: the parent answers without waiting for this process to tear down
         os.close(write_fd)
     finally:
@@ -540,21 +543,12 @@ def _canary(sglang_version: str | None) -> dict[str, Any]:
     return answer
 
 
-def _sglang_version() -> str | None:
-    try:
-        from importlib.metadata import version
-
-        return version("sglang")
-    except Exception:
-        return None
-
-
 def main() -> int:
     channel = _claim_protocol_fds()
     parent = os.getppid()
     if "--pdeathsig" in sys.argv[1:]:
         _die_with_parent()
-    version = _sglang_version()
+    version = _shim().sglang_version()
     channel.send(
         {
             "event": "hello",

@@ -13,7 +13,6 @@ from sglaunch.profiles.argvform import Exported, Imported
 from sglaunch.profiles.atomic import atomic_write
 from sglaunch.profiles.command import (
     import_text,
-    profile_from_argv,
     profile_from_command,
     to_command,
     to_script,
@@ -29,17 +28,19 @@ from sglaunch.profiles.profile import (
     name_from_model,
     validate_name,
 )
-from sglaunch.profiles.secrets import (
+from sglaunch.profiles.sglang_yaml import config_to_argv, expand_config, profile_from_yaml, to_yaml
+from sglaunch.profiles.store import ConflictError, ProfileInfo, ProfileStore
+from sglaunch.secrets import (
     MASK,
+    Masker,
     is_secret_env_name,
     is_secret_flag,
     mask_argv,
     mask_text,
     resolve_secret_values,
     secret_dests,
+    secret_values,
 )
-from sglaunch.profiles.sglang_yaml import config_to_argv, profile_from_yaml, to_yaml
-from sglaunch.profiles.store import ConflictError, ProfileInfo, ProfileStore
 
 __all__ = [
     "MASK",
@@ -50,6 +51,7 @@ __all__ = [
     "GpuSelection",
     "Imported",
     "Launch",
+    "Masker",
     "Profile",
     "ProfileInfo",
     "ProfileStore",
@@ -58,18 +60,19 @@ __all__ = [
     "check_profile",
     "config_to_argv",
     "diff",
+    "expand_config",
     "import_text",
     "is_secret_env_name",
     "is_secret_flag",
     "mask_argv",
     "mask_text",
     "name_from_model",
-    "profile_from_argv",
     "profile_from_command",
     "profile_from_yaml",
     "resolve_launch",
     "resolve_secret_values",
     "secret_dests",
+    "secret_values",
     "sglang_argv",
     "to_command",
     "to_script",

@@ -26,7 +26,7 @@ from sglaunch.profiles.profile import (
     name_from_model,
     validate_name,
 )
-from sglaunch.profiles.secrets import (
+from sglaunch.secrets import (
     ENV_NAME,
     default_secret_env,
     env_reference,

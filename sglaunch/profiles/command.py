@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from sglaunch.flags.launchline import parse_launch_line
@@ -24,13 +23,12 @@ from sglaunch.profiles.argvform import (
     profile_from_values,
     program,
     quote,
-    split_config,
 )
 from sglaunch.profiles.profile import (
     Profile,
     check_profile,
 )
-from sglaunch.profiles.sglang_yaml import config_file_argv, profile_from_yaml
+from sglaunch.profiles.sglang_yaml import expand_config, profile_from_yaml
 
 
 def _export_argv(profile: Profile, schema: FlagSchema) -> list[str]:
@@ -91,36 +89,6 @@ def to_script(
     return "\n".join(lines) + "\n"
 
 
-def profile_from_argv(
-    argv: Sequence[str],
-    *,
-    name: str | None = None,
-    env: Mapping[str, str] | None = None,
-    entry: str = "launch_server",
-    python: str | None = None,
-    schema: FlagSchema | None = None,
-    source: str = "the flags",
-) -> Imported:
-    """A profile from sglang flags (the part after `python -m sglang.launch_server`)."""
-    schema = schema or bundled_schema()
-    warnings: list[str] = []
-    argv, config = split_config(list(argv))
-    pre: list[str] = []
-    if config is not None:
-        pre = config_file_argv(Path(config), schema)
-    values = parse_values(pre + argv, schema, source)
-    return profile_from_values(
-        values,
-        name=name,
-        env=env or {},
-        entry=entry,
-        python=python,
-        source=source,
-        schema=schema,
-        warnings=warnings,
-    )
-
-
 def profile_from_command(
     text: str,
     *,
@@ -136,14 +104,9 @@ def profile_from_command(
     """
     schema = schema or bundled_schema()
     line = parse_launch_line(text)
-    argv, config = split_config(line.argv)
-    pre: list[str] = []
-    if config is not None:
-        path = Path(config).expanduser()
-        if not path.is_absolute() and base_dir is not None:
-            path = base_dir / path
-        pre = config_file_argv(path, schema)
-    values = parse_values(pre + argv, schema, source)
+    # a pasted line: the shell that would run it expands `~`
+    argv = expand_config(line.argv, base_dir, schema, expand_user=True)
+    values = parse_values(argv, schema, source)
     return profile_from_values(
         values,
         name=name,

@@ -13,7 +13,7 @@ from sglaunch.profiles.profile import (
     Profile,
     check_profile,
 )
-from sglaunch.profiles.secrets import (
+from sglaunch.secrets import (
     MASK,
     resolve_secret_values,
 )

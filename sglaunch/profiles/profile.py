@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from sglaunch.errors import UserError
 from sglaunch.flags.schema import FlagSchema, FlagSpec, bundled_schema
-from sglaunch.profiles.secrets import ENV_NAME, is_secret_env_name, is_secret_flag
+from sglaunch.secrets import ENV_NAME, is_secret_env_name, is_secret_flag
 
 SCHEMA_VERSION = 1
 ENTRIES = ("launch_server", "serve")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +45,7 @@ from sglaunch.profiles.profile import (
     flag_spec,
     json_text,
 )
-from sglaunch.profiles.secrets import (
+from sglaunch.secrets import (
     shell_reference,
 )
 
@@ -148,6 +148,7 @@ def config_to_argv(
 
 
 def config_file_argv(path: Path, schema: FlagSchema) -> list[str]:
+    """The flags a `--config` file adds, as sglang reads the file; UserError if it cannot."""
     if path.suffix.lower() not in (".yaml", ".yml"):
         raise UserError(f"Config file must be YAML format, got: {path.suffix} ({path})")
     try:
@@ -157,6 +158,30 @@ def config_file_argv(path: Path, schema: FlagSchema) -> list[str]:
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"cannot read config file {path}: {exc}") from None
     return config_to_argv(_yaml_mapping(text, str(path)), schema, str(path))
+
+
+def expand_config(
+    argv: Sequence[str],
+    base_dir: Path | None = None,
+    schema: FlagSchema | None = None,
+    *,
+    expand_user: bool = False,
+) -> list[str]:
+    """sglang flags with a `--config FILE` replaced by the file's flags, as sglang merges them.
+
+    The file's flags come first, so the command line wins (ConfigArgumentMerger.
+    merge_config_with_args). A relative FILE is found under `base_dir` (default: the
+    current folder), where the server runs. `expand_user` reads `~` as a shell would
+    for a pasted line; sglang itself never expands it. A missing, unreadable or bad
+    file, or a key sglang's merger refuses, is a one-line UserError.
+    """
+    rest, config = split_config(list(argv))
+    if config is None:
+        return rest
+    path = Path(config).expanduser() if expand_user else Path(config)
+    if not path.is_absolute() and base_dir is not None:
+        path = base_dir / path
+    return config_file_argv(path, schema or bundled_schema()) + rest
 
 
 def to_yaml(

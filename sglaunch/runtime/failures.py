@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import re
+import signal
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sglaunch.runtime.logparse import strip_prefix
 from sglaunch.validators import runtime_cards as rc
 from sglaunch.validators.cards import Card, get_card
 from sglaunch.validators.findings import Fix
 
-_PREFIX = re.compile(
-    r"^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{3})?[^\]]*\] (?:(?:INFO|WARNING|ERROR):\s+)?"
-)
 _EXCEPTION = re.compile(
     r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Warning)?: "
 )
@@ -46,10 +45,6 @@ class Diagnosis:
             "returncode": self.returncode,
             "detail": self.detail,
         }
-
-
-def strip_prefix(line: str) -> str:
-    return _PREFIX.sub("", line, count=1)
 
 
 def last_traceback(lines: Sequence[str]) -> str:
@@ -147,7 +142,7 @@ def diagnose(
             free_port=port,
         )
     exc = exception_line(tb) if tb else ""
-    status = _describe_status(returncode)
+    status = exit_text(returncode)
     if ready:
         return diagnosis_for(
             rc.CRASH,
@@ -174,15 +169,13 @@ def diagnose(
     )
 
 
-def _describe_status(returncode: int | None) -> str:
+def exit_text(returncode: int | None) -> str:
+    """How a process ended, in words: `exit code 1`, `killed by SIGKILL`."""
     if returncode is None:
         return "status unknown"
     if returncode < 0:
-        import signal
-
         try:
-            name = signal.Signals(-returncode).name
+            return f"killed by {signal.Signals(-returncode).name}"
         except ValueError:
-            name = f"signal {-returncode}"
-        return f"killed by {name}"
+            return f"killed by signal {-returncode}"
     return f"exit code {returncode}"

@@ -58,7 +58,6 @@ _URL = re.compile(r"Uvicorn running on (?P<url>\S+) \(Press CTRL\+C to quit\)")
 _ACCESS = re.compile(
     r'^(?P<client>\S+) - "(?P<method>[A-Z]+) (?P<path>\S+) HTTP/[\d.]+" (?P<status>\d{3})'
 )
-_RETRACT = re.compile(r"#retracted_reqs: (?P<n>\d+)")
 
 # Lines that mean something went wrong, in the order they are tested.
 _ERROR_MARKS = (
@@ -88,18 +87,14 @@ class Kind(StrEnum):
     GRAPH_BEGIN = "graph_begin"
     GRAPH_PROGRESS = "graph_progress"
     GRAPH_END = "graph_end"
-    GRAPH_DISABLED = "graph_disabled"
     SUMMARY = "summary"
     STARTUP_TIMINGS = "startup_timings"
-    UVICORN_STARTUP = "uvicorn_startup"
     SERVER_UP = "server_up"
     ACCESS = "access"
     READY = "ready"
     PREFILL = "prefill"
     DECODE = "decode"
-    RETRACT = "retract"
     HEALTH_FAILED = "health_failed"
-    SHUTDOWN = "shutdown"
     ERROR = "error"
     TRACEBACK = "traceback"
     ARGPARSE = "argparse"
@@ -149,6 +144,16 @@ def _int(fields: dict[str, str], key: str) -> int | None:
 def _bar_progress(line: str) -> tuple[int, int] | None:
     m = _BAR.search(line)
     return (int(m.group("n")), int(m.group("total"))) if m else None
+
+
+def strip_prefix(line: str) -> str:
+    """A log line's message: without sglang's `[time TAGS] ` prefix and uvicorn's `LEVEL:`."""
+    m = _PREFIX.match(line) if line.startswith("[") else None
+    if m is None:
+        return line
+    msg = m.group("msg")
+    level = _LEVEL.match(msg)
+    return msg[level.end() :] if level else msg
 
 
 def parse_line(line: str) -> LogEvent | None:
@@ -260,8 +265,6 @@ def _parse_sglang(msg: str, tags: str) -> LogEvent | None:
                 },
                 tags,
             )
-    if msg.startswith("Disable prefill CUDA graph"):
-        return LogEvent(Kind.GRAPH_DISABLED, {"what": "prefill"}, tags, msg)
     if msg.startswith("max_total_num_tokens="):
         m = _SUMMARY.match(msg)
         if m:
@@ -280,13 +283,8 @@ def _parse_sglang(msg: str, tags: str) -> LogEvent | None:
             )
     if msg.startswith("Engine startup timings"):
         return LogEvent(Kind.STARTUP_TIMINGS, {k: float(v) for k, v in _TIMING.findall(msg)}, tags)
-    if msg.startswith("KV cache pool is full. Retract requests."):
-        m = _RETRACT.search(msg)
-        return LogEvent(Kind.RETRACT, {"retracted": int(m.group("n")) if m else None}, tags, msg)
     if msg.startswith("Health check failed."):
         return LogEvent(Kind.HEALTH_FAILED, tags=tags, msg=msg)
-    if msg.startswith("SIGTERM received.") or msg.startswith("Gracefully exiting..."):
-        return LogEvent(Kind.SHUTDOWN, tags=tags, msg=msg)
     for mark in _ERROR_MARKS:
         if mark in msg:
             return LogEvent(Kind.ERROR, {"mark": mark}, tags, msg)
@@ -309,8 +307,6 @@ def _parse_uvicorn(msg: str, level: str, tags: str) -> LogEvent | None:
     if msg.startswith("Uvicorn running on"):
         m = _URL.match(msg)
         return LogEvent(Kind.SERVER_UP, {"url": m.group("url") if m else None}, tags)
-    if msg.startswith("Started server process") or msg.startswith("Application startup complete"):
-        return LogEvent(Kind.UVICORN_STARTUP, tags=tags, msg=msg)
     if level == "ERROR":
         return LogEvent(Kind.ERROR, {"mark": "uvicorn"}, tags, msg)
     return None

@@ -31,13 +31,11 @@ from typing import IO, Any
 
 from sglaunch.errors import UserError
 from sglaunch.exitcodes import ExitCode
-from sglaunch.flags.schema import bundled_schema
 from sglaunch.runtime import hints
-from sglaunch.runtime.failures import Diagnosis, diagnose, diagnosis_for, strip_prefix
+from sglaunch.runtime.failures import Diagnosis, diagnose, diagnosis_for, exit_text
 from sglaunch.runtime.lines import LineSplitter
 from sglaunch.runtime.load import LoadStats, MetricsWindow, from_loads
-from sglaunch.runtime.logparse import Kind, LogEvent, parse_line
-from sglaunch.runtime.masking import MASK, mask_argv
+from sglaunch.runtime.logparse import Kind, LogEvent, parse_line, strip_prefix
 from sglaunch.runtime.probe import Endpoint, free_port, port_problem, request
 from sglaunch.runtime.process import DEFAULT_GRACE_S, ServerProcess, SpawnError
 from sglaunch.runtime.prometheus import parse_prometheus
@@ -57,6 +55,7 @@ from sglaunch.runtime.state import (
     Status,
     WeightsInfo,
 )
+from sglaunch.secrets import MASK, is_secret_env_name, mask_argv
 from sglaunch.validators import runtime_cards as rc
 from sglaunch.validators.facts import GpuFacts, GpuMode
 from sglaunch.validators.findings import Finding
@@ -75,7 +74,6 @@ _ARG_KEYS = (
     "disable_cuda_graph",
     "weight_loader_disable_mmap",
 )
-_SECRET_ENV = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
 READY_PATH = "/ready"
 READER_DRAIN_S = 3.0
 FAIL_FAST_GRACE_S = 2.0
@@ -294,10 +292,10 @@ class Monitor:
             "argv.json",
             {
                 "command": command,
-                "argv": mask_argv(spec.argv, bundled_schema()),
+                "argv": mask_argv(spec.argv),
                 "entry": spec.entry,
                 "python": spec.python,
-                "env": {k: (MASK if _SECRET_ENV.search(k) else v) for k, v in spec.env.items()},
+                "env": {k: (MASK if is_secret_env_name(k) else v) for k, v in spec.env.items()},
                 "profile": spec.profile,
             },
         )
@@ -1074,7 +1072,7 @@ class Monitor:
             events.append(
                 self._event(
                     EventKind.EXITED,
-                    f"server {st.status} ({_status_text(returncode)})",
+                    f"server {st.status} ({exit_text(returncode)})",
                     status=str(st.status),
                     returncode=returncode,
                     stop_requested=st.stop_requested_at is not None,
@@ -1126,12 +1124,3 @@ def _ms(seconds: float | None) -> str:
 
 def _gib(n: int | None) -> str:
     return "?" if n is None else f"{n / (1 << 30):.1f}"
-
-
-def _status_text(returncode: int) -> str:
-    if returncode < 0:
-        try:
-            return f"killed by {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"signal {-returncode}"
-    return f"exit code {returncode}"

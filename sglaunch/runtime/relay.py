@@ -14,7 +14,7 @@ import signal
 import sys
 
 from sglaunch.runtime.lines import LineSplitter
-from sglaunch.runtime.masking import Masker
+from sglaunch.secrets import Masker
 
 SECRETS_ENV = "SGLAUNCH_RELAY_SECRETS"
 

@@ -1,39 +1,23 @@
 """A run directory: `runs/DATE-PROFILE/` with server.log, argv.json, resolved.json, run.json.
 
-Every JSON file is written whole (temporary file, fsync, rename), so a crash leaves the
-previous version, never half of one. server.log is appended as lines arrive.
+Every JSON file is written whole (profiles.atomic: temporary file, fsync, rename, fsync
+of the directory), so a crash leaves the previous version, never half of one. server.log
+is appended as lines arrive.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import re
-import tempfile
 import time
 from pathlib import Path
 from typing import IO, Any
 
 from sglaunch.paths import runs_dir
+from sglaunch.profiles.atomic import atomic_write
 
 LOG_NAME = "server.log"
 STATUS_NAME = "run.json"
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2, default=str)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def _slug(text: str) -> str:
@@ -65,7 +49,8 @@ class RunDir:
         return self.path / LOG_NAME
 
     def write_json(self, name: str, data: Any) -> None:
-        write_json_atomic(self.path / name, data)
+        text = json.dumps(data, indent=2, default=str) + "\n"
+        atomic_write(self.path / name, text.encode("utf-8"))
 
     def update_status(self, **fields: Any) -> None:
         self._status.update(fields)

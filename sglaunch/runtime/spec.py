@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -12,13 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from sglaunch.errors import UserError
-from sglaunch.exitcodes import ExitCode
 from sglaunch.flags.argv import parse_argv
 from sglaunch.flags.schema import FlagSchema, bundled_schema
-from sglaunch.runtime.masking import Masker, mask_argv, secret_values
+from sglaunch.profiles.profile import ENTRIES
+from sglaunch.profiles.sglang_yaml import expand_config
 from sglaunch.runtime.probe import Endpoint
-
-ENTRIES = ("launch_server", "serve")
+from sglaunch.secrets import Masker, is_secret_env_name, mask_argv, secret_values
 
 
 @dataclass(frozen=True)
@@ -38,47 +36,13 @@ class ServerFlags:
         return Endpoint(self.host, self.port, self.api_key)
 
 
-def _config_argv(path: str) -> list[str]:
-    """sglang's --config merge (server_args_config_parser.py): keys are flag names."""
-    try:
-        import yaml
-
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UserError(
-            f"cannot read --config {path}: {exc.strerror or exc}", ExitCode.USAGE
-        ) from exc
-    except yaml.YAMLError as exc:
-        raise UserError(f"--config {path} is not valid YAML: {exc}", ExitCode.USAGE) from exc
-    if not isinstance(data, dict):
-        raise UserError(
-            f"--config {path} must hold a mapping of flag names to values", ExitCode.USAGE
-        )
-    out: list[str] = []
-    for key, value in data.items():
-        flag = f"--{key}"
-        if value is True:
-            out.append(flag)
-        elif value is False or value is None:
-            continue
-        elif isinstance(value, list):
-            out += [flag, *(str(v) for v in value)]
-        elif isinstance(value, dict):
-            out += [flag, json.dumps(value)]
-        else:
-            out += [flag, str(value)]
-    return out
-
-
-def server_flags(argv: Sequence[str], schema: FlagSchema | None = None) -> ServerFlags:
+def server_flags(
+    argv: Sequence[str], schema: FlagSchema | None = None, base_dir: Path | None = None
+) -> ServerFlags:
+    """The flags in effect, a `--config FILE` merged as sglang merges it (UserError if bad)."""
     schema = schema or bundled_schema()
-    tokens = list(argv)
-    if "--config" in tokens:
-        i = tokens.index("--config")
-        if i + 1 < len(tokens):
-            # config values come first, so the command line wins, as in sglang
-            tokens = _config_argv(tokens[i + 1]) + tokens
-    values = parse_argv(tokens, schema).values
+    # the server reads a --config file relative to its working directory
+    values = parse_argv(expand_config(argv, base_dir, schema), schema).values
     defaults = schema.defaults()
 
     def get(dest: str, fallback: Any) -> Any:
@@ -142,14 +106,17 @@ class LaunchSpec:
 
     @cached_property
     def flags(self) -> ServerFlags:
-        return server_flags(self.argv)
+        return server_flags(self.argv, base_dir=Path(self.cwd) if self.cwd else None)
 
     @cached_property
     def masker(self) -> Masker:
-        return Masker(secret_values(self.argv, bundled_schema()))
+        """Masks the server's output: sglang prints its resolved args, secrets included."""
+        values = secret_values(self.argv)
+        values += [v for k, v in self.env.items() if is_secret_env_name(k)]
+        return Masker(values)
 
     def masked_command(self) -> list[str]:
-        return mask_argv(self.command(), bundled_schema())
+        return mask_argv(self.command())
 
     def with_argv(self, argv: Sequence[str]) -> LaunchSpec:
         return replace(self, argv=tuple(argv))

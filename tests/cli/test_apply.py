@@ -225,3 +225,32 @@ def test_profile_naming_a_missing_model(home: Path, wrapper: Path, tmp_path: Pat
     last = res.stderr.strip().splitlines()[-1]
     assert last.startswith("sglaunch: profile 'gone': ") and "does not exist" in last
     assert "Traceback" not in res.stderr
+
+
+def test_without_a_gpu_the_profile_is_checked_for_its_own_preset(home: Path, wrapper: Path) -> None:
+    from sglaunch.profiles import GpuSelection
+
+    dp = {"tp_size": 2, "enable_dp_attention": True, "dp_size": 2}
+    save("b200", wrapper, dp, gpus=GpuSelection(preset="B200x8"))
+    res = apply(home, "--profile", "b200", "--apply", "--no-oracle")
+    assert res.returncode == 1, res.stderr  # the DP error: nothing launches
+    header = res.stderr.splitlines()[0]
+    assert "B200" in header and "H100" not in header
+
+
+def test_save_without_fix_is_refused_before_any_check(home: Path, wrapper: Path) -> None:
+    save("sala", wrapper, {"tp_size": 2})
+    res = apply(home, "--profile", "sala", "--apply", "--save", "--no-oracle")
+    assert res.returncode == 2
+    assert res.stderr.strip().splitlines() == [
+        "sglaunch: --save goes with --fix (it saves the fixed profile)"
+    ]
+
+
+def test_fix_and_save_with_nothing_to_fix_says_so(home: Path, wrapper: Path) -> None:
+    saved = save("sala", wrapper, {"tp_size": 2})
+    res = apply(home, "--profile", "sala", "--apply", "--fix", "--save", "--detach", "--no-oracle")
+    assert res.returncode == 0, res.stderr
+    stop_detached(detached_pid(res))
+    assert "nothing to fix" in res.stderr
+    assert ProfileStore().load("sala").revision == saved.revision

@@ -256,3 +256,31 @@ def test_no_traceback_as_a_process(tmp_path: Path) -> None:
     assert res.stderr.startswith("sglaunch: ") and "not valid JSON" in res.stderr
     assert "Traceback" not in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1
+
+
+def test_flags_from_a_config_file_are_checked(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    config = tmp_path / "launch.yaml"
+    config.write_text("tp-size: 3\n")  # 32 heads do not divide by 3
+    rc, _out, err = run(
+        ["check", "--model", SALA, "--no-oracle", "--", "--config", str(config)], capsys
+    )
+    assert rc == 1
+    assert "heads-divide-tp" in err
+    rc, _out, err = run(
+        ["check", "--model", SALA, "--no-oracle", "--", "--config", str(tmp_path / "nope.yaml")],
+        capsys,
+    )
+    assert rc == 2 and "Config file not found" in err
+
+
+def test_an_unexpandable_home_is_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SGLAUNCH_HOME", "~no-such-user-here/x")
+    rc, _out, err = run(["profiles", "list"], capsys)
+    assert rc == 2
+    assert err.strip().splitlines() == [
+        "sglaunch: SGLAUNCH_HOME=~no-such-user-here/x: cannot expand '~' there; give a full path"
+    ]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from sglaunch.errors import UserError
-from sglaunch.facts.gpu import probe_gpus, visible_indices
+from sglaunch.facts.gpu import planning_fallback, probe_gpus, visible_indices
 from sglaunch.facts.presets import PRESETS, parse_gpu_spec
 from sglaunch.validators.facts import GpuMode
 from tests.fakes.nvml import (
@@ -171,3 +173,9 @@ def test_bad_gpu_spec(bad: str) -> None:
 def test_bad_gpu_spec_suggests() -> None:
     with pytest.raises(UserError, match="did you mean H100"):
         parse_gpu_spec("H10x8")
+
+
+def test_planning_fallback_is_the_preset_with_a_reason() -> None:
+    facts = planning_fallback("no NVIDIA driver found", "B200x2")
+    assert facts.status.startswith("no NVIDIA driver found — planning mode with ")
+    assert replace(facts, status="") == replace(parse_gpu_spec("B200x2"), status="")

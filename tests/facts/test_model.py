@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import struct
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,8 @@ from sglaunch.examples import EXAMPLES
 from sglaunch.facts.model import context_length, facts_from_config, load_model_facts, sala_facts
 from sglaunch.facts.weights import weight_bytes
 from tests.conftest import model_dir
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("name", list(EXAMPLES))
@@ -35,6 +40,35 @@ def test_examples_cover_the_issue() -> None:
     sala = load_model_facts("example:minicpm-sala")
     assert sala.has_minicpm_sparse_attention and sala.has_lightning_layers
     assert load_model_facts("example:minicpm4-8b").needs_remote_code
+
+
+def test_transformers_leaves_the_environment_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the server sglaunch launches inherits os.environ: it must not come out offline
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "TRANSFORMERS_VERBOSITY"):
+        monkeypatch.delenv(name, raising=False)
+    assert load_model_facts("example:llama-3.1-8b").loaded_with == "transformers"
+    assert "HF_HUB_OFFLINE" not in os.environ
+    assert "TRANSFORMERS_OFFLINE" not in os.environ
+    assert "TRANSFORMERS_VERBOSITY" not in os.environ
+
+
+def test_transformers_says_nothing_on_stderr() -> None:
+    # stderr is the TUI's screen and `check`'s report; transformers warns at import
+    code = (
+        "from sglaunch.facts.model import load_model_facts\n"
+        "print(load_model_facts('example:llama-3.1-8b').loaded_with)\n"
+    )
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("TRANSFORMERS_VERBOSITY", "TRANSFORMERS_NO_ADVISORY_WARNINGS")
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "transformers"
+    assert done.stderr == ""
 
 
 def test_known_type_goes_through_transformers() -> None:
@@ -66,7 +100,7 @@ def test_sala_semantics(mixers, sparse_config, layers, sparse, lightning, error)
         cfg["mixer_types"] = mixers
     if sparse_config is not None:
         cfg["sparse_config"] = sparse_config
-    out = sala_facts(cfg)
+    out = sala_facts(cfg, layers=layers, heads=8, kv=8)
     assert out.get("config_error") == error
     if error is None:
         assert len(out["mixer_types"]) == layers  # repeated to the layer count
@@ -81,7 +115,10 @@ def test_sala_lightning_gqa_is_rejected_like_sglang() -> None:
             "num_attention_heads": 32,
             "num_key_value_heads": 2,
             "mixer_types": ["lightning"],
-        }
+        },
+        layers=4,
+        heads=32,
+        kv=2,
     )
     assert out["config_error"].startswith(
         "MiniCPM Lightning attention requires equal query and KV head counts"
@@ -90,7 +127,12 @@ def test_sala_lightning_gqa_is_rejected_like_sglang() -> None:
 
 
 def test_sala_mixer_repetition() -> None:
-    out = sala_facts({"num_hidden_layers": 5, "mixer_types": ["minicpm4", "lightning"]})
+    out = sala_facts(
+        {"num_hidden_layers": 5, "mixer_types": ["minicpm4", "lightning"]},
+        layers=5,
+        heads=32,
+        kv=32,
+    )
     assert out["mixer_types"] == (
         "minicpm4",
         "lightning-attn",
@@ -98,6 +140,27 @@ def test_sala_mixer_repetition() -> None:
         "lightning-attn",
         "minicpm4",
     )
+
+
+def test_sala_defaults_reach_the_lightning_check() -> None:
+    # nothing but the type and the mixers: MiniCPMHybridConfig's defaults
+    # (32 heads, 8 KV heads, 32 layers) apply, and lightning then needs nh == nkv
+    facts = facts_from_config(
+        {
+            "architectures": ["MiniCPMSALAForCausalLM"],
+            "model_type": "minicpm_sala",
+            "mixer_types": ["lightning"],
+        },
+        "x",
+    )
+    assert (facts.num_attention_heads, facts.num_key_value_heads, facts.num_hidden_layers) == (
+        32,
+        8,
+        32,
+    )
+    assert facts.mixer_types is not None and len(facts.mixer_types) == 32
+    assert facts.config_error is not None
+    assert "lightning_nh=32, lightning_nkv=8" in facts.config_error
 
 
 @pytest.mark.parametrize(
@@ -222,6 +285,20 @@ def test_corrupt_safetensors_header_is_ignored(tmp_path: Path) -> None:
     assert weight_bytes(tmp_path) == (None, None)
 
 
+@pytest.mark.parametrize("end", ['"x"', "null", "[1]", "1e400"])
+def test_safetensors_header_with_bad_offsets_is_unknown(tmp_path: Path, end: str) -> None:
+    _safetensors(tmp_path / "model-00001-of-00002.safetensors", {"a": ("BF16", [4], 8)})
+    header = '{"b": {"dtype": "BF16", "shape": [4], "data_offsets": [0, END]}}'
+    raw = header.replace("END", end).encode()
+    (tmp_path / "model-00002-of-00002.safetensors").write_bytes(struct.pack("<Q", len(raw)) + raw)
+    assert weight_bytes(tmp_path) == (None, None)
+
+
+def test_index_with_an_infinite_total_is_ignored(tmp_path: Path) -> None:
+    (tmp_path / "model.safetensors.index.json").write_text('{"metadata": {"total_size": 1e400}}')
+    assert weight_bytes(tmp_path) == (None, None)
+
+
 # --- bad input: one clear line each -----------------------------------------------------
 
 
@@ -288,6 +365,19 @@ def test_binary_file(tmp_path: Path) -> None:
     assert "not UTF-8" in _one_line(str(tmp_path))
 
 
+def test_unknown_user_in_path() -> None:
+    msg = _one_line("~sglaunch-no-such-user/model")
+    assert "~sglaunch-no-such-user/model" in msg and "home directory" in msg
+
+
+@pytest.mark.parametrize("source", ["m" * 300, "org/" + "m" * 300])
+def test_name_too_long(source: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a repo id is looked up as models--org--NAME in an existing HF cache folder
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    msg = _one_line(source)
+    assert "File name too long" in msg and len(msg) < 200
+
+
 def test_unknown_example() -> None:
     msg = _one_line("example:nope")
     assert "minicpm-sala" in msg
@@ -306,3 +396,20 @@ def test_facts_from_config_is_pure() -> None:
     assert json.dumps(cfg, sort_keys=True) == before
     assert facts.num_key_value_heads == 32  # defaults to the attention heads
     assert facts.head_dim == 128
+
+
+def test_cached_repos_are_listed_once_even_when_two_settings_name_one_folder(
+    tmp_path: Path,
+) -> None:
+    from sglaunch.facts.model import hf_cached_repos
+
+    hub = tmp_path / "hub"
+    snap = hub / "models--openbmb--MiniCPM4-8B" / "snapshots" / "abc"
+    snap.mkdir(parents=True)
+    (snap / "config.json").write_text("{}")
+    (hub / "models--no--config" / "snapshots" / "x").mkdir(parents=True)
+    # HF_HUB_CACHE and HF_HOME/hub pointing at the same folder, one through a symlink
+    (tmp_path / "alias").symlink_to(hub)
+    assert hf_cached_repos([hub, tmp_path / "alias", tmp_path / "missing"]) == [
+        "openbmb/MiniCPM4-8B"
+    ]

@@ -7,7 +7,7 @@ import pytest
 from sglaunch.errors import UserError
 from sglaunch.flags.argv import parse_argv, to_argv
 from sglaunch.flags.launchline import parse_launch_line
-from sglaunch.flags.schema import bundled_schema
+from sglaunch.flags.schema import FlagSchema, FlagSpec, bundled_schema
 from sglaunch.validators.facts import FlagIssueKind
 
 S = bundled_schema()
@@ -205,3 +205,26 @@ def test_not_a_launch_line(text: str) -> None:
     with pytest.raises(UserError) as exc:
         parse_launch_line(text)
     assert "\n" not in str(exc.value)
+
+
+def test_optional_value_takes_one_token_and_lists_take_all() -> None:
+    optional = next(f for f in S.primary_flags() if f.nargs == "?" and f.takes_value)
+    listed = next(f for f in S.primary_flags() if f.nargs in ("+", "*") and f.type == "str")
+    p = parse_argv([optional.name, "a", "b"], S)
+    # argparse gives "?" one value; the second is left over, unrecognised
+    assert p.values[optional.dest] == "a"
+    assert [i.option for i in p.issues] == ["b"]
+    assert values([listed.name, "a", "b"])[listed.dest] == ["a", "b"]
+
+
+def test_to_argv_writes_flags_that_take_no_value_bare() -> None:
+    schema = FlagSchema(
+        flags=[
+            FlagSpec(dest="c", options=("--c",), action="store_const", type="const", const=7),
+            FlagSpec(dest="t", options=("--t", "--tee"), type="int"),
+        ],
+        sglang_version="0",
+    )
+    assert to_argv({"c": True, "t": 2}, schema) == ["--c", "--t", "2"]
+    assert to_argv({"c": False}, schema) == []
+    assert to_argv({"no_such_flag": 3, "on": True}, schema) == ["--no-such-flag", "3", "--on"]

@@ -213,3 +213,21 @@ def test_a_worker_started_from_a_thread_outlives_that_thread(
     finally:
         oracle.close()
     assert not pid_alive(pid)
+
+
+def test_a_failed_start_is_retried_by_start_not_by_each_request(
+    tmp_path: Path, h100x1: GpuFacts
+) -> None:
+    launches = tmp_path / "launches"
+    python = fake_python(tmp_path, "python", f"echo run >> '{launches}'; exit 1")
+
+    def count() -> int:
+        return len(launches.read_text().split()) if launches.exists() else 0
+
+    lazy = Oracle(python)
+    first = lazy.resolve(["--model-path", "x"], {}, h100x1)  # never started: starts now
+    assert first.fault and count() == 1
+    again = lazy.resolve(["--model-path", "x"], {}, h100x1)  # failed once: not retried
+    assert again.fault == first.fault and count() == 1
+    assert not lazy.start().available and count() == 2  # start() retries
+    lazy.close()

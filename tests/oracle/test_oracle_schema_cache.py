@@ -66,3 +66,53 @@ def test_a_broken_sglang_falls_back_with_its_last_words(home: Path) -> None:
         found.reason == "reading sglang's flags failed: ImportError: libtorch_cpu.so: cannot open"
     )
     assert not any(schema_cache_dir().glob("*.json"))
+
+
+def _version_only_python(home: Path) -> str:
+    # answers the version probe; anything else (extract.py) fails
+    return fake_python(home, "python", 'case "$1" in -c) echo 0.5.23;; *) exit 1;; esac')
+
+
+def test_an_unusable_cache_folder_falls_back_with_why(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    python = _version_only_python(home)
+    blocker = home / "not-a-folder"
+    blocker.write_text("")
+    monkeypatch.setenv("SGLAUNCH_HOME", str(blocker))  # cache_dir() lies under a file
+    found = load_flag_schema(python)
+    assert found.source == "bundled"
+    assert found.reason.startswith(f"cannot create the schema cache {blocker}")
+    assert "\n" not in found.reason
+
+
+def test_sglang_in_this_interpreter_is_versioned_in_process(
+    home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from sglaunch.oracle import schema_cache
+
+    site = tmp_path / "site"
+    (site / "sglang").mkdir(parents=True)
+    (site / "sglang" / "__init__.py").write_text("raise RuntimeError('never imported')\n")
+    meta = site / "sglang-9.9.9.dist-info"
+    meta.mkdir()
+    (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: sglang\nVersion: 9.9.9\n")
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.delenv(ENV_VAR, raising=False)
+
+    def no_subprocess(python: str, timeout: float = 30.0) -> tuple[str | None, str]:
+        raise AssertionError("the version of this interpreter's sglang needs no subprocess")
+
+    asked: list[Path] = []
+
+    def extract(python: str, out: Path, timeout: float) -> str:
+        asked.append(out)
+        return "stop here"
+
+    monkeypatch.setattr(schema_cache, "probe_sglang_version", no_subprocess)
+    monkeypatch.setattr(schema_cache, "_extract", extract)
+    found = load_flag_schema()
+    assert found.python == sys.executable
+    assert found.reason == "stop here"
+    assert asked == [cache_file(sys.executable, "9.9.9")]  # keyed by the version it read
+    assert "sglang" not in sys.modules

@@ -180,9 +180,8 @@ def test_the_current_interpreter_is_used_when_it_has_sglang(
 # -- packaging and import hygiene ---------------------------------------------
 
 
-def test_the_shipped_requirements_match_the_repository_list() -> None:
+def test_the_shipped_requirements_are_what_setup_installs_and_all_pinned() -> None:
     shipped = (ROOT / "sglaunch" / "oracle" / "sglang-cpu.txt").read_text()
-    assert shipped == (ROOT / "requirements" / "sglang-cpu.txt").read_text()
     from sglaunch.oracle.setup_env import requirements_text
 
     assert requirements_text() == shipped
@@ -246,3 +245,28 @@ def test_the_card_for_an_sglang_error_follows_its_message() -> None:
     assert known.code == "minicpm-dp-attention"
     assert card_for("sglang-override", "sglang will set x=1").code == "sglang-override"
     assert card_for("minicpm-dp-attention", "anything").code == "minicpm-dp-attention"
+
+
+def test_an_oracle_error_round_trips_through_json() -> None:
+    err = OracleError(
+        type="SystemExit",
+        message="argument --tp-size: invalid int value: 'x'",
+        where="srt/server_args.py:12",
+        stage="parse",
+        exit_code=2,
+        traceback="Traceback ...",
+    )
+    assert OracleError.from_json(err.to_json()) == err
+    answer = OracleAnswer(ok=False, error=err)
+    assert answer.to_json()["error"] == err.to_json()
+
+
+def test_a_failed_setup_exits_with_the_usage_code(tmp_path: Path) -> None:
+    from sglaunch.exitcodes import ExitCode
+    from sglaunch.oracle import setup_env
+
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "notes.txt").write_text("not a venv")
+    assert setup_env.main(["--dir", str(taken)]) == ExitCode.USAGE
+    assert setup_env.SGLANG == "sglang==0.5.23"

@@ -17,7 +17,7 @@ from sglaunch.profiles import (
     resolve_launch,
     secret_dests,
 )
-from sglaunch.profiles.secrets import default_secret_env, env_reference
+from sglaunch.secrets import default_secret_env, env_reference
 
 # Decided by reading every dest of sglang 0.5.23's schema: these three hold credentials.
 SECRETS = {"api_key", "admin_api_key", "ssl_keyfile_password"}

@@ -21,8 +21,8 @@ from sglaunch.facts.model import model_path_for_sglang
 from sglaunch.flags.launchline import parse_launch_line
 from sglaunch.flags.schema import bundled_schema
 from sglaunch.profiles import Profile, profile_from_command, to_yaml
-from sglaunch.profiles.secrets import env_reference
 from sglaunch.profiles.sglang_yaml import config_action_unsupported
+from sglaunch.secrets import env_reference
 from tests.profiles.cases import ENVS, FLAG_SETS
 
 pytestmark = pytest.mark.oracle

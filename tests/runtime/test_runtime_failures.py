@@ -13,8 +13,8 @@ from sglaunch.flags.schema import bundled_schema
 from sglaunch.runtime import LaunchSpec
 from sglaunch.runtime.failures import diagnose, exception_line, last_traceback
 from sglaunch.runtime.hints import headroom_band, headroom_hint, metrics_off_hint
-from sglaunch.runtime.masking import MASK, Masker, mask_argv, secret_values
 from sglaunch.runtime.rundir import RunDir
+from sglaunch.secrets import MASK, Masker, mask_argv, secret_values
 from sglaunch.validators import runtime_cards as rc
 from sglaunch.validators.cards import match_card
 from sglaunch.validators.findings import Severity
@@ -142,6 +142,13 @@ def test_warmup_failure_message_is_the_exception() -> None:
     assert d.code == rc.WARMUP
     assert d.message == "AssertionError: CUDA error: device-side assert triggered"
     assert d.fixes[0].set == {"attention_backend": "triton"}
+    # graphs off in 0.5.23's spelling: applying the fix raises no deprecated-flag warning
+    graphs = d.fixes[1].set
+    assert graphs == {
+        "cuda_graph_backend_decode": "disabled",
+        "cuda_graph_backend_prefill": "disabled",
+    }
+    assert "disable_cuda_graph" not in graphs
 
 
 def test_scheduler_killed_and_mmap_fix() -> None:
@@ -325,3 +332,82 @@ def test_run_dir_names_and_atomic_status(tmp_path: Path) -> None:
     a.update_status(status="ready")
     assert json.loads((a.path / "run.json").read_text()) == {"status": "ready", "pid": 1}
     assert not [p for p in a.path.iterdir() if p.name.startswith(".")]  # no temporary left behind
+
+
+def test_run_dir_json_survives_a_power_cut(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """run.json goes through profiles.atomic, which also fsyncs the directory after the rename."""
+    import sglaunch.profiles.atomic as atomic
+
+    synced: list[Path] = []
+    monkeypatch.setattr(atomic, "fsync_dir", synced.append)
+    run = RunDir.create("p", root=tmp_path)
+    run.update_status(status="starting")
+    assert synced == [run.path]
+
+
+SSL_PASSWORD = "hunter2"
+SERVER_ARGS_LINE = (
+    "[2025-06-01 12:00:00] server_args=ServerArgs(model_path='m', api_key=None, "
+    f"ssl_keyfile_password='{SSL_PASSWORD}', ssl_keyfile='/k.pem')"
+)
+
+
+def test_every_secret_flag_is_masked_not_only_api_keys() -> None:
+    schema = bundled_schema()
+    argv = ["--model-path", "m", "--ssl-keyfile-password", SSL_PASSWORD]
+    assert mask_argv(argv, schema)[-1] == MASK
+    assert secret_values(argv, schema) == [SSL_PASSWORD]
+    spec = LaunchSpec(argv=tuple(argv), python=sys.executable)
+    assert SSL_PASSWORD not in " ".join(spec.masked_command())
+    # by position, with no value known: the relay of a detached server starts with none
+    masked = Masker()(SERVER_ARGS_LINE)
+    assert SSL_PASSWORD not in masked
+    assert f"ssl_keyfile_password='{MASK}'" in masked and "ssl_keyfile='/k.pem'" in masked
+    assert spec.masker(SERVER_ARGS_LINE) == masked
+
+
+def test_ssl_keyfile_password_never_reaches_the_run_directory(monitors: list) -> None:
+    """argv.json, the command line and server.log of a real launch hold no secret."""
+    from .support import fast_monitor, free_tcp_port
+
+    # a stand-in that prints its resolved args as sglang does, the password read from argv
+    line = SERVER_ARGS_LINE.replace(SSL_PASSWORD, "{pw}")
+    script = (
+        "import sys; "
+        "pw = sys.argv[sys.argv.index('--ssl-keyfile-password') + 1]; "
+        f"print({line!r}.format(pw=pw), file=sys.stderr); "
+        "print('launched with', *sys.argv[1:], flush=True); "
+        "sys.exit(1)"
+    )
+    spec = LaunchSpec(
+        argv=("--port", str(free_tcp_port()), "--ssl-keyfile-password", SSL_PASSWORD),
+        command_prefix=(sys.executable, "-c", script),
+        env={"DB_PASSWD": "db-secret-1", "CUDA_VISIBLE_DEVICES": "0"},
+        profile="ssl",
+    )
+    monitor = fast_monitor(spec)
+    monitors.append(monitor)
+    monitor.start()
+    assert monitor.wait(20)
+    run = monitor.run_dir
+    argv = json.loads((run / "argv.json").read_text())
+    assert argv["argv"][-1] == MASK and argv["command"][-1] == MASK
+    assert argv["env"] == {"DB_PASSWD": MASK, "CUDA_VISIBLE_DEVICES": "0"}
+    assert SSL_PASSWORD not in " ".join(monitor.snapshot().command)
+    log = (run / "server.log").read_text()
+    assert f"ssl_keyfile_password='{MASK}'" in log and "launched with" in log
+    for path in run.iterdir():
+        text = path.read_text()
+        assert SSL_PASSWORD not in text and "db-secret-1" not in text, path.name
+
+
+def test_launch_spec_merges_config_as_sglang_does(tmp_path: Path) -> None:
+    (tmp_path / "server.yaml").write_text("port: 31000\nserved-model-name: off\n")
+    # relative to the server's working directory, where sglang opens it
+    flags = LaunchSpec(argv=("--config", "server.yaml"), cwd=str(tmp_path)).flags
+    assert flags.port == 31000
+    # YAML reads `off` as false; sglang passes `--served-model-name false`, it does not drop it
+    assert flags.values["served_model_name"] == "false"
+    (tmp_path / "server.yaml").write_text("tp_size: 2\n")
+    with pytest.raises(UserError, match="with dashes"):
+        _ = LaunchSpec(argv=("--config", "server.yaml"), cwd=str(tmp_path)).flags

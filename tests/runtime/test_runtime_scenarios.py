@@ -18,6 +18,7 @@ import pytest
 from sglaunch.facts.gpu import probe_gpus
 from sglaunch.runtime import EventKind, LaunchSpec, Monitor, Phase, PortInUseError, Status
 from sglaunch.runtime.probe import Endpoint, request
+from sglaunch.secrets import MASK
 from sglaunch.validators import runtime_cards as rc
 
 from .support import (
@@ -184,8 +185,8 @@ def test_without_metrics_reads_v1_loads_behind_an_api_key(monitors: list[Monitor
     for path in monitor.run_dir.iterdir():
         assert secret not in path.read_text(), path.name
     argv = json.loads((monitor.run_dir / "argv.json").read_text())
-    assert argv["argv"][argv["argv"].index("--api-key") + 1] == "***"
-    assert "'api_key': '***'" in (monitor.run_dir / "server.log").read_text()
+    assert argv["argv"][argv["argv"].index("--api-key") + 1] == MASK
+    assert f"'api_key': '{MASK}'" in (monitor.run_dir / "server.log").read_text()
 
 
 @pytest.mark.parametrize(

@@ -48,6 +48,9 @@ async def wait_for(pilot, predicate, timeout: float = 30.0) -> None:  # type: ig
 
 
 async def launch(app: SglaunchApp, pilot) -> MonitorScreen:  # type: ignore[no-untyped-def]
+    # the model loads in a worker that starts after the first frame: wait for it, not for
+    # whichever workers happen to exist yet
+    await wait_for(pilot, lambda: app.session.model is not None)
     await app.workers.wait_for_complete()
     await pilot.pause()
     await pilot.press("ctrl+l")
@@ -139,3 +142,38 @@ async def test_editor_keys_do_nothing_over_the_monitor() -> None:
         await pilot.press("ctrl+o")  # the editor's "open model" must not pop up here
         await pilot.pause()
         assert app.screen is screen
+
+
+async def test_restart_keeps_the_profile_secrets_and_takes_the_edits(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from sglaunch.profiles import Profile, ProfileStore
+
+    monkeypatch.setenv("MY_KEY", "sk-restart-secret")
+    ProfileStore(tmp_path).save(
+        Profile(
+            name="keyed",
+            model="example:llama-3.1-8b",
+            flags={"port": free_tcp_port()},
+            secrets={"api_key": "MY_KEY"},
+        )
+    )
+    app = make_app(
+        nvml=EIGHT_H100,
+        model=None,
+        profile="keyed",
+        profile_dir=tmp_path,
+        server_factory=factory("ok"),
+    )
+    async with app.run_test(size=(160, 50)) as pilot:
+        screen = await launch(app, pilot)
+        await wait_for(pilot, lambda: screen.state.status is Status.READY)
+        assert "sk-restart-secret" in screen.monitor.spec.argv
+        app.session.set_flag("max_running_requests", 8)  # an edit made in the editor meanwhile
+        first = screen.monitor
+        await pilot.press("r")
+        await wait_for(pilot, lambda: screen.monitor is not first)
+        await wait_for(pilot, lambda: screen.state.status is Status.READY)
+        argv = screen.monitor.spec.argv
+        assert "sk-restart-secret" in argv  # the key survives the restart
+        assert "--max-running-requests" in argv
+        await pilot.press("s")
+        await wait_for(pilot, lambda: screen.state.status is Status.STOPPED)

@@ -229,3 +229,22 @@ async def test_ctrl_s_types_straight_into_a_suggested_name_and_checks_it_in_plac
         await pilot.pause()
         assert app.profile_name == "sala-tp2"
         assert ProfileStore(tmp_path).load("sala-tp2").flags == {"tp_size": 2}
+
+
+async def test_a_profile_planned_for_b200_stays_b200_on_a_machine_with_h100s(
+    tmp_path: Path,
+) -> None:
+    from sglaunch.profiles import GpuSelection
+    from tests.fakes.nvml import H100, FakeNvml, gpu
+
+    ProfileStore(tmp_path).save(
+        Profile(name="b", model="example:minicpm-sala", gpus=GpuSelection(preset="B200x8"))
+    )
+    app = make_app(
+        nvml=FakeNvml([gpu(H100, 0), gpu(H100, 1)]), model=None, profile="b", profile_dir=tmp_path
+    )
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(app, pilot)
+        assert app.real_gpus is not None and app.real_gpus.count == 2  # found, and offered
+        assert app.session.gpu.is_blackwell and app.session.gpu.count == 8
+        assert not app.dirty

@@ -584,3 +584,28 @@ def test_weights_that_cannot_fit(tmp_path) -> None:  # type: ignore[no-untyped-d
     assert [f.severity for f in bad.findings if f.code == "weights-exceed-gpu-memory"] == [E]
     good = run_rules(str(tmp_path), ["--tp", "2"], gpu="H100x8")
     assert not [f for f in good.findings if f.code == "weights-exceed-gpu-memory"]
+
+
+def test_a_rule_card_beats_the_runtime_card_for_the_same_message() -> None:
+    from sglaunch.validators.cards import match_card
+
+    assert match_card("sglang serve: error: unrecognized arguments: --x").code == "unknown-flag"  # type: ignore[union-attr]
+    assert (
+        match_card("sglang serve: error: argument --tp-size: invalid int value: 'two'").code  # type: ignore[union-attr]
+        == "invalid-flag-value"
+    )
+    # a parser failure no rule explains keeps the runtime card
+    assert (
+        match_card("sglang serve: error: the following arguments are required: --model-path").code  # type: ignore[union-attr]
+        == "runtime-argparse-error"
+    )
+
+
+def test_rules_run_in_the_registry_order() -> None:
+    from sglaunch.validators import registry
+
+    modules = [r.func.__module__ for r in all_rules()]
+    order = [m.__name__ for m in registry.MODULES]
+    ranks = [order.index(m) for m in modules]
+    assert ranks == sorted(ranks)
+    assert modules[-1].endswith("minicpmv")  # model rules last: their overrides win

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from pathlib import Path
 
 from rich.text import Text
 from textual import on
@@ -171,20 +170,6 @@ class OpenModelScreen(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-def hf_cached_repos(cache_dirs: Iterable[Path]) -> list[str]:
-    """Repo ids in the local Hugging Face cache that have a config.json (no network)."""
-    out = []
-    for base in cache_dirs:
-        try:
-            entries = sorted(base.glob("models--*"))
-        except OSError:
-            continue
-        for entry in entries:
-            if any(entry.glob("snapshots/*/config.json")):
-                out.append(entry.name[len("models--") :].replace("--", "/", 1))
-    return out
-
-
 class GpuScreen(ModalScreen["GpuChoice | None"]):
     """Pick which GPUs to use (CUDA_VISIBLE_DEVICES), or a planning preset."""
 
@@ -235,6 +220,8 @@ class GpuScreen(ModalScreen["GpuChoice | None"]):
                 if self.gpu.mode is GpuMode.PLANNING
                 else "8"
             )
+            # the preset as the dialog opened: a change to it means "plan for that machine"
+            self._initial_preset = (current, count)
             yield Input(value=count, placeholder="how many", id="gpu-count", type="integer")
             yield Label("", id="gpu-error")
             with Horizontal(classes="dialog-buttons"):
@@ -244,10 +231,9 @@ class GpuScreen(ModalScreen["GpuChoice | None"]):
     @on(Button.Pressed, "#gpu-apply")
     def _apply(self) -> None:
         preset = self.query_one("#gpu-preset", Select).value
-        if preset is not Select.NULL and (
-            self.real is None or self.real.mode is not GpuMode.NVML or self._preset_changed()
-        ):
-            count = self.query_one("#gpu-count", Input).value.strip() or "1"
+        count = self.query_one("#gpu-count", Input).value.strip() or "1"
+        has_real = self.real is not None and self.real.mode is GpuMode.NVML
+        if preset is not Select.NULL and (not has_real or (preset, count) != self._initial_preset):
             if not count.isdigit() or not 1 <= int(count) <= 64:
                 self.query_one("#gpu-error", Label).update(
                     Text("the count must be 1 to 64", style="red")
@@ -265,12 +251,6 @@ class GpuScreen(ModalScreen["GpuChoice | None"]):
             self.query_one("#gpu-error", Label).update(Text("choose at least one GPU", style="red"))
             return
         self.dismiss(GpuChoice(visible=",".join(str(i) for i in chosen)))
-
-    def _preset_changed(self) -> bool:
-        return (
-            self.query_one("#gpu-preset", Select).value is not Select.NULL
-            and self.gpu.mode is GpuMode.PLANNING
-        )
 
     @on(Button.Pressed, "#gpu-cancel")
     def action_cancel(self) -> None:

@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Group as RichGroup
@@ -120,12 +121,18 @@ class MonitorScreen(Screen[None]):
     ]
 
     def __init__(
-        self, factory: Any, spec: LaunchSpec, session: LaunchSession | None = None
+        self,
+        factory: Any,
+        spec: LaunchSpec,
+        session: LaunchSession | None = None,
+        respec: Callable[[], LaunchSpec] | None = None,
     ) -> None:
         super().__init__()
         self.factory = factory
         self.spec = spec
         self.session = session
+        # builds the launch again from the editor (flags, env, GPUs, secrets) for a restart
+        self.respec = respec
         self.monitor: Monitor | None = None
         self.state = MonitorState()
         self.seq = 0
@@ -185,10 +192,14 @@ class MonitorScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="server")
     def start_server(self) -> None:
+        self._start(self.spec)
+
+    def _start(self, spec: LaunchSpec) -> None:
+        """A monitor from the factory for `spec`, started (runs in a worker thread)."""
         from sglaunch.errors import UserError
 
         try:
-            monitor = self.factory(self.spec)
+            monitor = self.factory(spec)
             self._unsubscribe = monitor.subscribe(lambda ev: self.post_message(MonitorUpdate(ev)))
             self.monitor = monitor
             monitor.start()
@@ -196,16 +207,19 @@ class MonitorScreen(Screen[None]):
             self.post_message(LaunchFailed(exc.message, getattr(exc, "diagnosis", None)))
 
     @work(thread=True, exclusive=True, group="server-stop")
-    def _stop_server(self, restart_argv: tuple[str, ...] | None = None) -> None:
+    def _stop_server(self, restart: LaunchSpec | None = None) -> None:
         monitor = self.monitor
         if monitor is None:
             return
-        if restart_argv is not None:
-            monitor.restart(list(restart_argv))
-        else:
-            monitor.stop()
+        monitor.stop(wait=restart is not None)
+        if restart is not None:
+            # a new monitor through the factory: a new run directory, and whatever the
+            # factory adds to a launch applies to this one too
+            if self._unsubscribe is not None:
+                self._unsubscribe()
+            self._start(restart)
 
-    def stop_and_wait(self, timeout: float = 30.0) -> None:
+    def stop_and_wait(self) -> None:
         """For the app's exit path: stop the server tree, blocking (call from a thread)."""
         if self.monitor is not None:
             with contextlib.suppress(Exception):
@@ -465,15 +479,21 @@ class MonitorScreen(Screen[None]):
         """Restart with the flags as they are now in the editor."""
         if self.monitor is None:
             return
-        argv = tuple(self.session.argv()) if self.session is not None else self.spec.argv
-        self.spec = self.spec.with_argv(argv)
+        from sglaunch.errors import UserError
+
+        try:
+            spec = self.respec() if self.respec is not None else self.spec
+        except UserError as exc:  # e.g. a secret's variable is no longer set
+            self.notify(exc.message, title="Not restarted", severity="error", timeout=10)
+            return
+        self.spec = spec
         for phase in TIMELINE:
             self.query_one(f"#phase-{phase.value}", PhaseRow).set_state("pending")
         self.query_one("#failure", Static).remove_class("-shown")
         self.query_one("#log", Log).clear()
         self.seq = 0
         self.notify("restarting with the current flags", timeout=4)
-        self._stop_server(argv)
+        self._stop_server(spec)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "apply_fix":

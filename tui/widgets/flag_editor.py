@@ -21,6 +21,7 @@ from textual.message import Message
 from textual.widgets import Button, Input, Label, Select, Static, Switch
 
 from sglaunch.flags.schema import FlagSchema, FlagSpec
+from sglaunch.secrets import MASK, is_secret_flag
 from sglaunch.session import FlagValueError, display_value, parse_value
 from sglaunch.tui.groups import Group, build_groups
 from sglaunch.tui.widgets.row_list import RowHeader, RowList
@@ -102,11 +103,6 @@ class FlagEditor(Vertical):
             self.dest = dest
             self.value = value
 
-    class Highlighted(Message):
-        def __init__(self, dest: str) -> None:
-            super().__init__()
-            self.dest = dest
-
     def __init__(self, schema: FlagSchema, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.schema = schema
@@ -150,7 +146,7 @@ class FlagEditor(Vertical):
         words = [w.lower() for w in self.query_text.split() if w]
         out = []
         for g in self.groups:
-            specs = [s for s in g.flags if not words or all(w in _haystack(s) for w in words)]
+            specs = [s for s in g.flags if s.matches(words)]
             if specs:
                 out.append((g, specs))
         return out
@@ -184,11 +180,10 @@ class FlagEditor(Vertical):
         name = Text(spec.name, style="bold" if changed else "")
         if spec.deprecated:
             name.append(" (deprecated)", style="dim")
-        value = (
-            Text(display_value(self.values[spec.dest]), style="bold yellow")
-            if changed
-            else Text("")
-        )
+        shown = display_value(self.values[spec.dest]) if changed else ""
+        if changed and is_secret_flag(spec):
+            shown = MASK  # an API key or password never shows on screen
+        value = Text(shown, style="bold yellow")
         return Text.assemble(
             mark,
             " ",
@@ -263,7 +258,6 @@ class FlagEditor(Vertical):
             return
         self.current = key
         self.show_detail(key)
-        self.post_message(self.Highlighted(key))
 
     @on(RowList.Selected, "#flag-table")
     def _selected(self, event: RowList.Selected) -> None:
@@ -298,10 +292,6 @@ class FlagEditor(Vertical):
         search.focus()
         # typing replaces the last query, as in a browser's find bar
         search.select_all()
-
-
-def _haystack(spec: FlagSpec) -> str:
-    return " ".join((*spec.options, spec.dest, spec.section, spec.help)).lower()
 
 
 class FlagDetail(Vertical):
@@ -374,6 +364,7 @@ class FlagDetail(Vertical):
                 select.value = value if is_set and value in spec.choices else Select.NULL
         else:
             control = field
+            field.password = is_secret_flag(spec)
             # never rewrite the text under the user's cursor: it is the source of the value
             if not (same and field.has_focus):
                 with field.prevent(Input.Changed):

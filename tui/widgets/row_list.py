@@ -152,9 +152,6 @@ class RowList(ScrollView, can_focus=True):
         if 0 <= y < self.size.height:
             self.refresh(Region(0, y, self.size.width, 1))
 
-    def index_of(self, key: str) -> int | None:
-        return self._index.get(key)
-
     def move_to(self, key: str) -> bool:
         index = self._index.get(key)
         if index is None:
@@ -221,10 +218,14 @@ class RowList(ScrollView, can_focus=True):
         self.cursor = self._step(self.cursor, 1)
 
     def action_page_up(self) -> None:
+        if not self._keys:
+            return
         target = max(self.cursor - max(self.size.height - 1, 1), 0)
         self.cursor = target if self._keys[target] not in self._skip else self._step(target, 1)
 
     def action_page_down(self) -> None:
+        if not self._keys:
+            return
         target = min(self.cursor + max(self.size.height - 1, 1), len(self._keys) - 1)
         self.cursor = target if self._keys[target] not in self._skip else self._step(target, -1)
 

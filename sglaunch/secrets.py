@@ -148,40 +148,98 @@ def mask_argv(argv: Sequence[str], schema: FlagSchema | None = None) -> list[str
     return out
 
 
+def secret_values(argv: Sequence[str], schema: FlagSchema | None = None) -> list[str]:
+    """The values the secret flags in `argv` carry (references excluded): what to mask in text."""
+    schema = schema or bundled_schema()
+    options = _secret_options(schema)
+    out: list[str] = []
+    for i, tok in enumerate(argv):
+        if not tok.startswith("--"):
+            continue
+        head, eq, value = tok.partition("=")
+        if not _find_secret_option(head, options, schema):
+            continue
+        if not eq:
+            value = argv[i + 1] if i + 1 < len(argv) else ""
+        if value and not env_reference(value):
+            out.append(value)
+    return out
+
+
 _QUOTED_OR_WORD = r"""(?:'[^']*'|"[^"]*"|[^\s'",;)\]}]+)"""
+# A Python repr'd string, escapes included: `'y\'z'` is one value.
+_PY_STRING = r"""(?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")"""
+# An assignment to a name whose last word is a credential (see is_secret_env_name).
+_ENV_ASSIGN = re.compile(
+    r"\b(?P<opt>(?:[A-Za-z0-9_]*_)?(?:" + "|".join(sorted(_SECRET_WORDS)) + r"))(?P<sep>=)"
+    r"(?P<val>" + _QUOTED_OR_WORD + ")",
+    re.IGNORECASE,
+)
+# Secrets shorter than this would blank ordinary words if replaced wherever they occur;
+# flags, ServerArgs fields and NAME=VALUE are still masked by position, whatever the length.
+MIN_FREE_TEXT_LEN = 6
+
+
+class Masker:
+    """Masks secrets in text (log lines, messages); built once, cheap on lines that hold none.
+
+    Masks every known secret value (those of at least `min_len` characters), the value
+    after a secret flag (`--api-key VALUE`, `--api-key=VALUE`), the secret fields of
+    sglang's `server_args=` line in either form it prints (`api_key='VALUE'` in a
+    ServerArgs repr, `'api_key': 'VALUE'` in a dict), and `HF_TOKEN=VALUE`.
+    """
+
+    def __init__(
+        self,
+        values: Iterable[str] = (),
+        schema: FlagSchema | None = None,
+        *,
+        min_len: int = MIN_FREE_TEXT_LEN,
+    ) -> None:
+        schema = schema or bundled_schema()
+        self.secrets = sorted({v for v in values if v and len(v) >= min_len}, key=len, reverse=True)
+        self._options = sorted(_secret_options(schema), key=len, reverse=True)
+        self._dests = sorted(secret_dests(schema), key=len, reverse=True)
+        self._flag_re = (
+            re.compile(
+                r"(?P<opt>" + "|".join(re.escape(o) for o in self._options) + r")(?P<sep>[ =]+)"
+                r"(?P<val>" + _QUOTED_OR_WORD + ")"
+            )
+            if self._options
+            else None
+        )
+        self._field_re = (
+            re.compile(
+                r"\b(?P<opt>" + "|".join(re.escape(d) for d in self._dests) + r")"
+                r"(?P<sep>'?\s*[=:]\s*)(?P<val>" + _PY_STRING + ")"
+            )
+            if self._dests
+            else None
+        )
+
+    def __call__(self, text: str) -> str:
+        for value in self.secrets:
+            if value in text:
+                text = text.replace(value, MASK)
+        # substring tests first: a busy server logs thousands of lines that hold no secret
+        if self._flag_re is not None and "--" in text:
+            text = self._flag_re.sub(_mask_match, text)
+        if self._field_re is not None and any(d in text for d in self._dests):
+            text = self._field_re.sub(_mask_match, text)
+        if "=" in text:
+            text = _ENV_ASSIGN.sub(_mask_env, text)
+        return text
 
 
 def mask_text(text: str, values: Iterable[str] = (), schema: FlagSchema | None = None) -> str:
-    """A log line or message with secrets masked.
+    """A log line or message with secrets masked (see Masker); every known value is masked,
+    however short."""
+    return Masker(values, schema, min_len=1)(text)
 
-    Masks every known secret value, `--api-key VALUE` / `--api-key=VALUE`, the
-    `api_key='VALUE'` sglang prints in its ServerArgs, and `HF_TOKEN=VALUE`.
-    """
-    schema = schema or bundled_schema()
-    for value in sorted({v for v in values if v}, key=len, reverse=True):
-        text = text.replace(value, MASK)
-    options = sorted(_secret_options(schema), key=len, reverse=True)
-    if options:
-        flag_re = re.compile(
-            r"(?P<opt>" + "|".join(re.escape(o) for o in options) + r")(?P<sep>[ =]+)"
-            r"(?P<val>" + _QUOTED_OR_WORD + ")"
-        )
-        text = flag_re.sub(_mask_match, text)
-    dests = sorted(secret_dests(schema), key=len, reverse=True)
-    if dests:
-        field_re = re.compile(
-            r"\b(?P<opt>" + "|".join(re.escape(d) for d in dests) + r")(?P<sep>\s*[=:]\s*)"
-            r"(?P<val>'[^']*'|\"[^\"]*\")"
-        )
-        text = field_re.sub(_mask_match, text)
 
-    def env_sub(m: re.Match[str]) -> str:
-        return _mask_match(m) if is_secret_env_name(m.group("opt")) else m.group(0)
-
-    env_re = re.compile(
-        r"\b(?P<opt>[A-Za-z_][A-Za-z0-9_]*)(?P<sep>=)(?P<val>" + _QUOTED_OR_WORD + ")"
-    )
-    return env_re.sub(env_sub, text)
+def _mask_env(m: re.Match[str]) -> str:
+    name = m.group("opt")
+    return _mask_match(m) if ENV_NAME.match(name) and is_secret_env_name(name) else m.group(0)
 
 
 def _mask_match(m: re.Match[str]) -> str:
