@@ -180,8 +180,9 @@ def test_load_from_the_log_until_http_gives_figures() -> None:
 def test_headroom_hint_uses_the_gpu_size_and_metrics_hint_once() -> None:
     tracker = started(mem_fraction_static=0.95)
     tracker.gpus((GpuSample(0, "H100", 70 << 30, 80 << 30, 90),), 99.0)
-    low = TRANSCRIPT[:12] + [
-        TRANSCRIPT[12].replace("available_gpu_mem=8.80", "available_gpu_mem=0.90")
+    low = [
+        *TRANSCRIPT[:12],
+        TRANSCRIPT[12].replace("available_gpu_mem=8.80", "available_gpu_mem=0.90"),
     ]
     events = feed(tracker, low)
     hints = [e for e in events if e.kind is EventKind.HINT]
