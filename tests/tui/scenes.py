@@ -16,11 +16,11 @@ PASTED = (
 
 async def settle(pilot) -> None:  # type: ignore[no-untyped-def]
     """GPUs probed, model loaded, sglang's (fake) verdict in."""
+    from tests.tui.conftest import settle_app
+
     app: SglaunchApp = pilot.app
-    await app.workers.wait_for_complete()
     await pilot.pause(0.2)
-    await app.workers.wait_for_complete()
-    await pilot.pause()
+    await settle_app(app, pilot)
 
 
 async def open_card(pilot) -> None:  # type: ignore[no-untyped-def]

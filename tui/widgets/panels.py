@@ -95,7 +95,14 @@ class ModelPanel(Static):
     """Architecture, shape, context, dtype, weights, SALA facts and the remote-code status."""
 
     def show_loading(self, source: str) -> None:
+        self.set_class(False, "-error")
         self.update(Text(f"loading {source}…", style="dim"))
+
+    def show_empty(self) -> None:
+        self.set_class(False, "-error")
+        self.update(
+            Text("no model yet: ctrl+o opens a folder, a cached repo or an example", style="dim")
+        )
 
     def show_error(self, source: str, message: str, *, kept: str | None = None) -> None:
         self.set_class(True, "-error")
@@ -166,4 +173,5 @@ class CommandPreview(Static):
     def show(self, text: str, *, mode: str) -> None:
         label = "launch command" if mode == "command" else "sglang --config YAML"
         self.border_title = f"{label}  (c copy · y toggle)"
+        self.set_class(mode == "yaml", "-yaml")
         self.update(Text(text))
