@@ -480,6 +480,8 @@ class SglaunchApp(App[int]):
         self.main.render_gpus(self.session, probing=self.probing)
         self.refresh_views()
         self.main.query_one("#finding-list").focus()
+        if self.session.flags.get("trust_remote_code"):
+            self._say_security("trust_remote_code")  # arrived with the line: say it
 
     def action_open_model(self) -> None:
         self.list_cached_models()

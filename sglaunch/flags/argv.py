@@ -288,7 +288,8 @@ def parse_argv(argv: Iterable[str], schema: FlagSchema) -> ParsedFlags:
                         choices=tuple(str(c) for c in spec.choices or ()),
                         suggestions=tuple(
                             difflib.get_close_matches(
-                                raw, [str(c) for c in spec.choices or ()], n=3, cutoff=0.5
+                                # 0.6 as for flag names: a looser match offers nvfp4 for fp9
+                                raw, [str(c) for c in spec.choices or ()], n=3, cutoff=0.6
                             )
                         ),
                     )

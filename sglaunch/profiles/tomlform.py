@@ -223,6 +223,12 @@ def profile_from_toml(
         raise UserError(
             f"profile {path} is not UTF-8 text (byte {exc.start}); fix it or move it aside"
         ) from None
+    if not text.strip():
+        backup = path.with_name(path.name + ".bak")
+        where = f"; its previous version is {backup}" if backup.exists() else ""
+        raise UserError(
+            f"profile {path} is empty: delete it or import the launch again{where}"
+        )
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

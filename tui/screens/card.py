@@ -26,6 +26,7 @@ class CardScreen(ModalScreen[Fix | None]):
         Binding("2", "fix(1)", "Fix 2", show=False),
         Binding("3", "fix(2)", "Fix 3", show=False),
         Binding("g", "goto", "Go to flag"),
+        Binding("f1,question_mark", "app.show_keys", "Keys"),
         Binding("up", "scroll(-1)", "Scroll", show=False),
         Binding("down", "scroll(1)", "Scroll", show=False),
         Binding("pageup", "page(-1)", "Page up", show=False),

@@ -43,7 +43,12 @@ PASTE_HINT = (
 class PasteScreen(ModalScreen[LaunchLine | None]):
     """Paste a `python -m sglang.launch_server …` or `sglang serve …` line (backslashes welcome)."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("ctrl+s", "load", "Load")]
+    HELP_TITLE = "paste a launch line"
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel"),
+        Binding("ctrl+s", "load", "Load"),
+        Binding("f1", "app.show_keys", "Keys"),
+    ]
 
     def compose(self) -> ComposeResult:
         with Vertical(id="paste", classes="dialog"):
@@ -119,7 +124,8 @@ class PathSuggester(Suggester):
 class OpenModelScreen(ModalScreen[str | None]):
     """A folder (with completion), a cached Hugging Face repo id, or a bundled example."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    HELP_TITLE = "open a model"
+    BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("f1", "app.show_keys", "Keys")]
 
     def __init__(self, cached_repos: Iterable[str] = (), current: str | None = None) -> None:
         super().__init__()
@@ -176,7 +182,8 @@ class OpenModelScreen(ModalScreen[str | None]):
 class GpuScreen(ModalScreen["GpuChoice | None"]):
     """Pick which GPUs to use (CUDA_VISIBLE_DEVICES), or a planning preset."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    HELP_TITLE = "choose GPUs"
+    BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("f1", "app.show_keys", "Keys")]
 
     def __init__(self, gpu: GpuFacts, real: GpuFacts | None, visible: str | None) -> None:
         super().__init__()
@@ -323,7 +330,11 @@ def resolved_view(session: LaunchSession, verdict: Verdict, tiers: TwoTier) -> R
 class ResolvedScreen(ModalScreen[None]):
     """Every field sglang will change: you asked → sglang will use. Long values wrap."""
 
-    BINDINGS = [Binding("escape", "close", "Close")]
+    HELP_TITLE = "what sglang will change"
+    BINDINGS = [
+        Binding("escape", "close", "Close"),
+        Binding("f1,question_mark", "app.show_keys", "Keys"),
+    ]
 
     def __init__(self, view: ResolvedView) -> None:
         super().__init__()

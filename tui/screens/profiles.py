@@ -25,8 +25,10 @@ class ProfileAction:
 class ProfilesScreen(ModalScreen[ProfileAction | None]):
     """Lists the saved profiles; the App performs what the user picks."""
 
+    HELP_TITLE = "profiles"
     BINDINGS = [
         Binding("escape", "cancel", "Close"),
+        Binding("f1", "app.show_keys", "Keys"),
         Binding("enter", "load", "Load", show=False),
         Binding("ctrl+d", "delete", "Delete"),
         Binding("ctrl+f", "diff", "Diff with current"),
