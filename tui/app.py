@@ -29,6 +29,7 @@ from sglaunch.session import LaunchSession, inherited_env
 from sglaunch.tui import messages as m
 from sglaunch.tui.collaborators import Collaborators
 from sglaunch.tui.palette import editor_commands, keys_command
+from sglaunch.tui.profile_flow import ProfileFlow
 from sglaunch.tui.screens.card import CardScreen
 from sglaunch.tui.screens.dialogs import (
     ConfirmScreen,
@@ -127,6 +128,7 @@ class SglaunchApp(App[int]):
         self.tiers = TwoTier(collaborators.oracle)
         self.verdict: Verdict = self.tiers.verdict(self.session)
         self.server = ServerControl(self, collaborators.server_factory)
+        self.profile_flow = ProfileFlow(self)
         self.preview_mode = "command"
         self._oracle_timer: Timer | None = None
         # timings read by bench/startup.py
@@ -543,124 +545,26 @@ class SglaunchApp(App[int]):
             return
         self.server.launch(spec)
 
-    # --- profiles ---------------------------------------------------------------------
+    # --- profiles (tui/profile_flow.py) ------------------------------------------------
 
     def store(self) -> ProfileStore:
-        from sglaunch.profiles import ProfileStore
-
-        return ProfileStore(self.c.profile_dir)
+        return self.profile_flow.store()
 
     @property
     def dirty(self) -> bool:
         return self.session.dirty
 
     def open_profile(self, name: str) -> None:
-        try:
-            profile = self.store().load(name)
-            self.session.load_profile(profile)
-        except UserError as exc:
-            self.notify(exc.message, title="Profile not loaded", severity="error", timeout=8)
-            return
-        if profile.model:
-            self._load_model(profile.model)
-        self.after_load()
+        self.profile_flow.open(name)
 
     def save_profile(self, name: str) -> bool:
-        from sglaunch.profiles import validate_name
-
-        session = self.session
-        try:
-            validate_name(name)
-            # validated with: sglang's own check when it answered, else the rules' version
-            version = self.tiers.version or self.schema.sglang_version
-            profile = session.to_profile(name, sglang_version=version)
-            saved = self.store().save(profile)
-        except UserError as exc:
-            self.notify(exc.message, title="Not saved", severity="error", timeout=10)
-            return False
-        typed = [d for d in saved.secrets if d in session.flags]
-        session.mark_saved(saved)
-        for dest in typed:  # typed in: the profile keeps only a reference
-            self.notify(
-                f"{self.schema.cli_name(dest)} is saved as a reference: "
-                f"export {saved.secrets[dest]}=<the value> before launching",
-                timeout=8,
-            )
-        self.notify(f"saved profile {saved.name}", timeout=4)
-        self.update_title()
-        return True
+        return self.profile_flow.save(name)
 
     def action_save_profile(self) -> None:
-        from sglaunch.profiles.profile import name_from_model
-
-        session = self.session
-        suggestion = name_from_model(session.model_source) if session.model_source else ""
-        if session.profile is None:
-            self.action_profiles(save_as=suggestion)
-        elif session.model_changed():
-            # another model's line was pasted over this profile: overwriting is a choice
-            was = session.profile.model or "no model"
-            note = (
-                f"The model changed from {was} to {session.model_source}. Save as a new "
-                f"profile, or type {session.profile.name} to overwrite it."
-            )
-            self.action_profiles(save_as=suggestion, note=note)
-        else:
-            self.save_profile(session.profile.name)
+        self.profile_flow.save_current()
 
     def action_profiles(self, save_as: str | None = None, note: str = "") -> None:
-        from sglaunch.tui.screens.profiles import ProfileAction, ProfilesScreen
-
-        store = self.store()
-
-        def diff_with(name: str) -> list[Any]:
-            from sglaunch.profiles import diff
-
-            return diff(store.load(name), self.session.to_profile(name), self.schema)
-
-        def done(action: ProfileAction | None) -> None:
-            if action is None:
-                return
-            if action.kind == "load":
-                self._confirm_discard(action.name)
-            elif action.kind == "save_as":
-                self.save_profile(action.name)
-            elif action.kind == "delete":
-                self._confirm_delete(store, action.name)
-
-        current = self.session.profile_name
-        screen = ProfilesScreen(store.list(), current, diff_with, save_as=save_as, note=note)
-        self.push_screen(screen, done)
-
-    def _confirm_discard(self, name: str) -> None:
-        if not self.dirty:
-            self.open_profile(name)
-            return
-        screen = ConfirmScreen(
-            "Discard unsaved changes?",
-            f"Loading {name} replaces the launch you are editing.",
-            yes="Load (y)",
-        )
-        self.push_screen(screen, lambda yes: self.open_profile(name) if yes else None)
-
-    def _confirm_delete(self, store: ProfileStore, name: str) -> None:
-        def delete(yes: bool | None) -> None:
-            if not yes:
-                return
-            try:
-                backup = store.delete(name)
-            except UserError as exc:
-                self.notify(exc.message, severity="error")
-                return
-            if self.session.profile_name == name:
-                self.session.forget_profile()
-            self.notify(f"deleted {name} (its last version is in {backup})", timeout=6)
-            self.update_title()
-
-        screen = ConfirmScreen(
-            f"Delete profile {name}?", "Its last version stays in a .bak file.", yes="Delete (y)"
-        )
-        self.push_screen(screen, delete)
+        self.profile_flow.picker(save_as=save_as, note=note)
 
     # --- quitting ---------------------------------------------------------------------
 
@@ -671,7 +575,7 @@ class SglaunchApp(App[int]):
                 "The sglang server is running. Quitting stops it (SIGTERM, then SIGKILL).",
                 yes="Stop and quit (y)",
             )
-            self.push_screen(screen, lambda yes: self.stop_then_exit() if yes else None)
+            self.push_screen(screen, self._stop_and_quit)
             return
         if self.dirty:
             name = self.session.profile_name
@@ -686,6 +590,10 @@ class SglaunchApp(App[int]):
             self.push_screen(screen, lambda yes: self.exit() if yes else None)
             return
         self.exit()
+
+    def _stop_and_quit(self, yes: bool | None) -> None:
+        if yes:
+            self.stop_then_exit()
 
     @work(thread=True, exclusive=True, group="quit")
     def stop_then_exit(self) -> None:

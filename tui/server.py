@@ -88,13 +88,14 @@ class ServerControl:
         assert self.factory is not None
         try:
             monitor = self.factory(spec)
-            self._unsubscribe = monitor.subscribe(
-                lambda ev: self.app.post_message(m.ServerReported(ev))
-            )
+            self._unsubscribe = monitor.subscribe(self._forward)
             self.monitor = monitor
             monitor.start()
         except UserError as exc:
             self.app.post_message(m.ServerNotStarted(exc.message, getattr(exc, "diagnosis", None)))
+
+    def _forward(self, event: MonitorEvent) -> None:
+        self.app.post_message(m.ServerReported(event))
 
     def _restart(self, spec: LaunchSpec) -> None:
         if self.monitor is not None:

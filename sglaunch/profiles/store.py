@@ -59,6 +59,7 @@ def revision_of(data: bytes) -> str:
 
 LOCK_NAME = ".lock"
 
+
 class ProfileStore:
     def __init__(self, root: Path | None = None, schema: FlagSchema | None = None) -> None:
         self.root = Path(root) if root is not None else profiles_dir()

@@ -67,7 +67,7 @@ class PasteScreen(ModalScreen[LaunchLine | None]):
 
     def on_mount(self) -> None:
         area = self.query_one("#paste-text", TextArea)
-        area.placeholder = PASTE_HINT  # type: ignore[attr-defined]
+        area.placeholder = PASTE_HINT
         area.focus()
 
     def action_load(self) -> None:

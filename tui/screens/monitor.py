@@ -340,7 +340,9 @@ class MonitorScreen(Screen[None]):
         if load.cache_hit_rate is not None:
             t.add_row("cache hits", f"{load.cache_hit_rate:.0%}")
         for name, lat in (("TTFT", load.ttft), ("ITL", load.itl)):
-            if lat is not None and lat.count and None not in (lat.p50, lat.p90, lat.p99):
+            if lat is None or not lat.count:
+                continue
+            if lat.p50 is not None and lat.p90 is not None and lat.p99 is not None:
                 t.add_row(
                     name,
                     f"p50 {lat.p50 * 1000:.0f} · p90 {lat.p90 * 1000:.0f} · p99 {lat.p99 * 1000:.0f} ms",

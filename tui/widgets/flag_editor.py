@@ -269,7 +269,7 @@ class FlagEditor(Vertical):
         # (or Enter there) turns it; a stray Enter must not turn on --trust-remote-code
         self.query_one(FlagDetail).focus_control()
 
-    def action_toggle(self) -> None:
+    def action_toggle(self) -> None:  # type: ignore[override]  # no attribute: the current flag
         if self.current is None:
             return
         spec = self.schema.get(self.current)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Group as RichGroup
+from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
@@ -32,7 +33,7 @@ class GpuPanel(Static):
         if probing:
             self.update(Text("probing GPUs through NVML…", style="dim"))
             return
-        lines: list = []  # type: ignore[type-arg]
+        lines: list[RenderableType] = []
         if gpu.mode is GpuMode.PLANNING:
             lines.append(
                 Text.assemble(
