@@ -24,6 +24,15 @@ ServerFactory = Callable[["LaunchSpec"], "Monitor"]
 MONITOR = "monitor"
 
 
+def _changed(running: LaunchSpec, wanted: LaunchSpec) -> bool:
+    return (running.argv, dict(running.env), running.python, running.entry) != (
+        wanted.argv,
+        dict(wanted.env),
+        wanted.python,
+        wanted.entry,
+    )
+
+
 class ServerControl:
     def __init__(self, app: App[int], factory: ServerFactory | None) -> None:
         self.app = app
@@ -51,8 +60,9 @@ class ServerControl:
             self.app.install_screen(self.screen, MONITOR)
         self.app.push_screen(MONITOR)
         if self.running():
-            self.restart(spec)
-            return
+            if self.spec is None or _changed(self.spec, spec):
+                self.restart(spec)  # the flags were edited: run them
+            return  # the same launch: show it
         self.screen.starting(spec)
         self.spec = spec
         self.app.run_worker(lambda: self._start(spec), thread=True, group="server", exclusive=True)
