@@ -137,7 +137,7 @@ def _read(
 ) -> GpuFacts:
     driver = _text(_try(nvml, "nvmlSystemGetDriverVersion", default=""))
     cuda_raw = _try(nvml, "nvmlSystemGetCudaDriverVersion_v2") or _try(
-        nvml.nvmlSystemGetCudaDriverVersion
+        nvml, "nvmlSystemGetCudaDriverVersion"
     )
     cuda = _cuda_text(int(cuda_raw)) if cuda_raw else ""
     total = int(nvml.nvmlDeviceGetCount())
