@@ -102,7 +102,7 @@ def result_json(
             changed = {k: [v[0], v[1]] for k, v in answer.changed.items()}
         if answer.error is not None:
             oracle_error = answer.error.to_json()
-    return {
+    data = {
         "ok": verdict.ok and not session.issues,
         "sglang_version": sglang_version,
         "rules_version": schema.sglang_version,
@@ -135,6 +135,9 @@ def result_json(
         "flags": dict(session.flags),
         "normalized_argv": to_argv(dict(session.flags), schema),
     }
+    from sglaunch.secrets import mask_json, secret_values  # issue 11: no secret in the JSON
+
+    return mask_json(data, secret_values(argv, schema), schema)  # type: ignore[no-any-return]
 
 
 def model_json(model: ModelFacts) -> dict[str, Any]:

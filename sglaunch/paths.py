@@ -3,23 +3,45 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 APP = "sglaunch"
+# Linux's limits on a whole path and on one name in it
+_PATH_MAX = 4096
+_NAME_MAX = 255
 
 
 def _home() -> Path | None:
     home = os.environ.get("SGLAUNCH_HOME")
     if not home:
         return None
-    try:
-        return Path(home).expanduser()
-    except RuntimeError:  # ~user that does not exist
-        from sglaunch.errors import UserError
+    from sglaunch.errors import UserError
+    from sglaunch.safeio import InputError, path_stat, shown
 
+    try:
+        path = Path(home).expanduser()
+    except RuntimeError:  # ~user that does not exist
         raise UserError(
-            f"SGLAUNCH_HOME={home}: cannot expand '~' there; give a full path"
+            f"SGLAUNCH_HOME={shown(home)}: cannot expand '~' there; give a full path"
         ) from None
+    # checked here, once, rather than failing later inside whichever write comes first
+    label = f"SGLAUNCH_HOME={shown(home)}"
+    if len(os.fsencode(path)) >= _PATH_MAX or any(
+        len(os.fsencode(part)) > _NAME_MAX for part in path.parts
+    ):
+        raise UserError(f"{label}: the path is too long for the file system; use a shorter one")
+    try:
+        st = path_stat(path, label)
+    except InputError as exc:
+        raise UserError(
+            f"{exc.message} (SGLAUNCH_HOME must be a folder, or a path to create one)"
+        ) from None
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        raise UserError(
+            f"{label} is a file, not a folder; point SGLAUNCH_HOME at a folder (it is created if missing)"
+        )
+    return path
 
 
 def config_dir() -> Path:

@@ -15,6 +15,12 @@ class Parser(argparse.ArgumentParser):
     """Bad usage is one line on stderr and exit code 2, never a usage dump."""
 
     def error(self, message: str) -> NoReturn:
+        from sglaunch.safeio import escape_controls
+        from sglaunch.secrets import mask_text
+
+        # argparse quotes what it did not recognize: a secret typed in the wrong place,
+        # or a newline or terminal escape; the message shows the flag, never the value
+        message = escape_controls(mask_text(message))
         print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
         raise SystemExit(ExitCode.USAGE)
 
@@ -29,13 +35,17 @@ def split_double_dash(argv: Sequence[str]) -> tuple[list[str], list[str]]:
 
 
 def parse_env_pairs(pairs: Sequence[str] | None) -> dict[str, str]:
+    from sglaunch.safeio import has_control, shown
+    from sglaunch.secrets import ENV_NAME, mask_argv
+
     out: dict[str, str] = {}
     for pair in pairs or ():
-        if "=" not in pair or not pair.split("=", 1)[0]:
+        k, eq, v = pair.partition("=")
+        if not eq or not ENV_NAME.fullmatch(k) or has_control(v):
             raise UserError(
-                f"--env {pair!r}: write NAME=VALUE, for example --env SGLANG_MINICPM_FORCE_DENSE=1"
+                f"--env {shown(mask_argv([pair])[0], 60)!r}: write NAME=VALUE (a name of letters, "
+                "digits and '_', a value on one line), for example --env SGLANG_MINICPM_FORCE_DENSE=1"
             )
-        k, v = pair.split("=", 1)
         out[k] = v
     return out
 

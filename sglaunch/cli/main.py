@@ -13,6 +13,7 @@ Nothing heavy is imported here: each command imports what it needs.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable, Sequence
 
@@ -120,12 +121,24 @@ def _top(argv: Sequence[str]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    from sglaunch.secrets import masked_stdio
+
+    headless = bool(argv) and (argv[0] in SUBCOMMANDS or "--apply" in argv)
+    # the headless commands print through a mask: no secret they know of is printed back
+    with masked_stdio(argv) if headless else contextlib.nullcontext():
+        return _main(argv)
+
+
+def _main(argv: list[str]) -> int:
+    from sglaunch.safeio import escape_controls
+
     try:
         if argv and argv[0] in SUBCOMMANDS:
             return SUBCOMMANDS[argv[0]](argv[1:])
         return _top(argv)
     except UserError as exc:
-        print(f"sglaunch: {exc.message}", file=sys.stderr)
+        # one line whatever the message quotes: control characters are shown escaped
+        print(f"sglaunch: {escape_controls(exc.message)}", file=sys.stderr)
         return int(exc.code)
     except KeyboardInterrupt:
         print("sglaunch: interrupted", file=sys.stderr)
@@ -133,6 +146,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         # `sglaunch check --json | head`: the reader left; nothing to report
         return int(ExitCode.OK)
+    except OSError as exc:
+        # a file system failure no reader foresaw (disk full, a folder gone): one line
+        where = f"{escape_controls(str(exc.filename))}: " if exc.filename else ""
+        print(f"sglaunch: {where}{exc.strerror or exc}", file=sys.stderr)
+        return int(ExitCode.USAGE)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 import time
 from collections.abc import Sequence
@@ -30,13 +31,26 @@ from sglaunch.profiles.command import import_text, looks_like_launch, to_command
 from sglaunch.profiles.diff import diff
 from sglaunch.profiles.launch import sglang_argv
 from sglaunch.profiles.profile import Profile, validate_name
-from sglaunch.profiles.sglang_yaml import to_yaml
+from sglaunch.profiles.sglang_yaml import is_sglang_config, to_yaml
 from sglaunch.profiles.store import ProfileStore
 from sglaunch.profiles.tomlform import profile_from_toml
+from sglaunch.safeio import (
+    MAX_TEXT_BYTES,
+    InputError,
+    escape_controls,
+    path_stat,
+    read_stream,
+    read_text,
+    shown,
+)
 
 FORMATS = ("yaml", "command", "script")
-# a pasted launch line is never this long; a file name never holds a newline
+# a file name never holds a newline, and no path is longer than PATH_MAX
 _MAX_ARG_PATH = 4096
+_NOT_A_PROFILE = (
+    "is not a profile: not sglang --config YAML (lines like `tp-size: 2`), not a launch "
+    "line or script (python -m sglang.launch_server ...), not a profile .toml"
+)
 
 
 def parser() -> Parser:
@@ -133,10 +147,11 @@ def _list(store: ProfileStore, as_json: bool, out: TextIO, err: TextIO) -> int:
             file=err,
         )
         return int(ExitCode.OK)
-    width = max(len(i.name) for i in infos)
+    names = {i.name: escape_controls(i.name) for i in infos}  # a file name can hold anything
+    width = max(len(n) for n in names.values())
     for i in infos:
         what = (i.model or "") if i.error is None else f"BROKEN: {i.error}"
-        print(f"{i.name:<{width}}  {_when(i.mtime)}  {what}", file=out)
+        print(f"{names[i.name]:<{width}}  {_when(i.mtime)}  {escape_controls(what)}", file=out)
     broken = sum(1 for i in infos if i.error)
     if broken:
         print(f"{broken} profile(s) cannot be read; fix or delete them", file=err)
@@ -219,11 +234,11 @@ def _show(store: ProfileStore, name: str, as_json: bool, out: TextIO) -> int:
         )
     print(paint.bold(f"profile {profile.name}") + paint.dim(f"  {store.path(name)}"), file=out)
     for label, value in rows:
-        print(f"  {label:<14}{value}", file=out)
+        print(f"  {label:<14}{escape_controls(value, keep=chr(27) if paint.on else '')}", file=out)
     if profile.notes:
         print("  notes", file=out)
         for line in profile.notes.splitlines():
-            print(f"    {line}", file=out)
+            print(f"    {escape_controls(line, keep=chr(9))}", file=out)
     print("", file=out)
     print(to_command(profile), file=out)
     return int(ExitCode.OK)
@@ -254,39 +269,60 @@ def _export(
         out.write(text)
         return int(ExitCode.OK)
     path = Path(output).expanduser()
-    if path.is_dir():
-        raise UserError(f"-o {output} is a folder; give a file name")
-    if not path.parent.is_dir():
-        raise UserError(f"-o {output}: the folder {path.parent} does not exist")
     try:
         atomic_write(path, text.encode("utf-8"), mode=0o755 if fmt == "script" else None)
+    except InputError as exc:
+        raise UserError(f"-o {exc.message}") from None
     except OSError as exc:
-        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
-    print(f"wrote {path}", file=err)
+        raise UserError(f"cannot write {shown(path)}: {exc.strerror or exc}") from None
+    print(f"wrote {shown(path)}", file=err)
     return int(ExitCode.OK)
 
 
 def _read_source(source: str, stdin: TextIO) -> tuple[str, str, Path | None, bool | None]:
-    """(text, label for messages, folder for relative --config, True if YAML by its name)."""
+    """(text, label for messages, folder for relative --config, True if YAML by its name).
+
+    A source is a file when there is one by that name; a FIFO, device or socket is
+    refused by name (reading it would block), and a name the file system refuses
+    (too long, a loop) is a launch line if it reads like one.
+    """
     if source == "-":
-        return stdin.read(), "stdin", None, None
-    looks_like_path = "\n" not in source and len(source) < _MAX_ARG_PATH
-    path = Path(source).expanduser() if looks_like_path else None
-    if path is not None and path.is_file():
+        text = read_stream(stdin, limit=MAX_TEXT_BYTES, label="stdin", noun="a profile")
+        return text, "stdin", None, None
+    label = shown(source)
+    st = None
+    if "\n" not in source and len(source) < _MAX_ARG_PATH:
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UserError(f"cannot read {path}: {exc}") from None
+            st = path_stat(Path(source).expanduser(), label)
+        except InputError:
+            if not looks_like_launch(source):
+                raise
+    if st is not None:
+        path = Path(source).expanduser()
+        if stat.S_ISDIR(st.st_mode):
+            raise UserError(f"{label} is a folder; give a .yaml file, a script or a launch line")
+        text = read_text(path, limit=MAX_TEXT_BYTES, label=label, noun="a profile")
         is_yaml = True if path.suffix.lower() in (".yaml", ".yml") else None
         return text, str(path), path.parent, is_yaml
-    if path is not None and path.is_dir():
-        raise UserError(f"{source} is a folder; give a .yaml file, a script or a launch line")
     if looks_like_launch(source):
         return source, "the launch line", None, False
     raise UserError(
-        f"no such file {source!r}; give a .yaml/.yml file, a script, a quoted launch line "
+        f"no such file {label!r}; give a .yaml/.yml file, a script, a quoted launch line "
         '("python -m sglang.launch_server ..."), or - for stdin'
     )
+
+
+def _import_guessed(text: str, name: str | None, label: str, base_dir: Path | None) -> Imported:
+    """A file or stdin of no telling name: a launch line or script if it reads like one,
+    else sglang YAML; anything else is "not a profile", quoting none of its content."""
+    if looks_like_launch(text):
+        return import_text(text, name=name, source=label, yaml_hint=False, base_dir=base_dir)
+    try:
+        return import_text(text, name=name, source=label, yaml_hint=True, base_dir=base_dir)
+    except UserError as exc:
+        if is_sglang_config(text):
+            raise
+        raise UserError(f"{shown(label)} {_NOT_A_PROFILE}", exc.code) from None
 
 
 def _import(
@@ -297,6 +333,12 @@ def _import(
     stdin: TextIO,
     err: TextIO,
 ) -> int:
+    if name is not None:
+        if not name:
+            raise UserError(
+                "--name is empty: give the profile a name (letters, digits, '-', '_', '.')"
+            )
+        validate_name(name)
     text, label, base_dir, is_yaml = _read_source(source, stdin)
     if name is None and base_dir is not None:
         name = Path(label).stem  # a file names its profile: sala-tp2.yaml -> sala-tp2
@@ -306,6 +348,8 @@ def _import(
             text.encode("utf-8"), name=validate_name(name or ""), path=Path(label)
         )
         imported = Imported(profile=shared)
+    elif is_yaml is None:
+        imported = _import_guessed(text, name, label, base_dir)
     else:
         imported = import_text(text, name=name, source=label, yaml_hint=is_yaml, base_dir=base_dir)
     profile = imported.profile
@@ -322,7 +366,7 @@ def _import(
 
 def _delete(store: ProfileStore, name: str, yes: bool, stdin: TextIO, err: TextIO) -> int:
     path = store.path(name)
-    if not path.is_file():
+    if not store.exists(name):
         raise UserError(f"no profile named {name!r} (see `sglaunch profiles list`)")
     if not yes:
         if not (hasattr(stdin, "isatty") and stdin.isatty()):

@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import re
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from functools import cache
@@ -23,7 +24,9 @@ from typing import Any
 from sglaunch import SGLANG_VERSION
 from sglaunch.errors import UserError
 from sglaunch.examples import EXAMPLES, example_dir
+from sglaunch.facts.config_limits import check_config_numbers, in_snapshots, snapshot_in_repo
 from sglaunch.facts.weights import weight_bytes
+from sglaunch.safeio import kind_of, parse_json, path_stat, read_text, shown
 from sglaunch.validators.facts import ModelFacts
 
 # A config.json is a few KB; anything this large is not one.
@@ -135,11 +138,15 @@ def find_in_hf_cache(repo_id: str, env: Mapping[str, str]) -> Path | None:
             continue
         ref = root / "refs" / "main"
         if ref.is_file():
-            snap = root / "snapshots" / ref.read_text(encoding="utf-8").strip()
+            snap = snapshot_in_repo(root, ref)
             if (snap / "config.json").is_file():
                 return snap
         snaps = sorted(
-            (p for p in (root / "snapshots").glob("*") if (p / "config.json").is_file()),
+            (
+                p
+                for p in (root / "snapshots").glob("*")
+                if in_snapshots(root, p) and (p / "config.json").is_file()
+            ),
             key=lambda p: p.stat().st_mtime,
             reverse=True,
         )
@@ -167,25 +174,27 @@ def resolve_model_dir(source: str, env: Mapping[str, str] | None = None) -> Path
         # expanduser raises RuntimeError for "~nouser/..."; stat raises OSError for a
         # name the OS refuses (ENAMETOOLONG, ELOOP, EACCES on a parent folder)
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).rstrip(".")
-        shown = source if len(source) <= 80 else source[:79] + "…"
-        raise UserError(f"cannot use model path {shown!r}: {why}") from exc
+        raise UserError(f"cannot use model path {shown(source, 80)!r}: {why}") from exc
 
 
 def _probe_model_path(source: str, env: Mapping[str, str]) -> Path:
     """resolve_model_dir for a path or repo id; OSError/RuntimeError escape to the caller."""
     path = Path(source).expanduser()
-    if path.is_file():
+    st = path_stat(path, shown(source))
+    if st is not None and stat.S_ISREG(st.st_mode):
         if path.name == "config.json":
             return path.parent
         raise UserError(
             f"{path} is a file, not a model folder; point --model at the folder that holds config.json"
         )
-    if path.is_dir():
-        if not (path / "config.json").exists():
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        if path_stat(path / "config.json") is None:
             raise UserError(
                 f"{path} has no config.json; point --model at the model's folder (the one with config.json)"
             )
         return path
+    if st is not None:  # a FIFO, a device, a socket: refused by name
+        raise UserError(f"{shown(source)} is {kind_of(st.st_mode)}, not a model folder")
     if _REPO_ID.match(source) and not source.startswith((".", "/", "~")):
         found = find_in_hf_cache(source, env)
         if found is not None:
@@ -195,33 +204,14 @@ def _probe_model_path(source: str, env: Mapping[str, str]) -> Path:
             f"({hf_cache_dirs(env)[0]}); download it first (huggingface-cli download {source} --include config.json) "
             "or pass a local path — sglaunch never downloads"
         )
-    raise UserError(f"model folder {source} does not exist")
+    raise UserError(f"model folder {shown(source)} does not exist")
 
 
 def read_config(config_path: Path) -> dict[str, Any]:
     """config.json as a dict, or a one-line UserError naming the problem."""
-    try:
-        size = config_path.stat().st_size
-    except OSError as exc:
-        raise UserError(f"cannot read {config_path}: {exc.strerror or exc}") from exc
-    if size > MAX_CONFIG_BYTES:
-        raise UserError(
-            f"{config_path} is {size / 1e6:.0f} MB — far too large for a model config; is it the right file?"
-        )
-    try:
-        text = config_path.read_text(encoding="utf-8")
-    except PermissionError as exc:
-        raise UserError(f"cannot read {config_path}: permission denied") from exc
-    except UnicodeDecodeError as exc:
-        raise UserError(f"{config_path} is not UTF-8 text; is it the right file?") from exc
-    except OSError as exc:
-        raise UserError(f"cannot read {config_path}: {exc.strerror or exc}") from exc
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UserError(
-            f"{config_path} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
-        ) from exc
+    label = shown(config_path)
+    text = read_text(config_path, limit=MAX_CONFIG_BYTES, label=label, noun="a model config")
+    data = parse_json(text, label=label, what="model config")
     if not isinstance(data, dict):
         raise UserError(f"{config_path} holds a JSON {type(data).__name__}, not an object")
     archs = data.get("architectures")
@@ -230,6 +220,7 @@ def read_config(config_path: Path) -> dict[str, Any]:
             f'{config_path} has no "architectures" list; sglang needs it to choose the model class '
             '(for example "architectures": ["LlamaForCausalLM"])'
         )
+    check_config_numbers(data, label)
     return data
 
 

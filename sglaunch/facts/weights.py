@@ -2,29 +2,40 @@
 
 from __future__ import annotations
 
-import json
 import struct
 from pathlib import Path
+
+from sglaunch.safeio import MIB, BadContent, RegularFile, parse_json, read_text, shown
 
 # A safetensors header is JSON of a few MB at most; refuse absurd lengths
 # rather than reading a corrupt file's "header" into memory.
 _MAX_HEADER = 100 * 1024 * 1024
+
+# An index lists each tensor's file: a few MB for the largest checkpoints.
+_MAX_INDEX = 64 * MIB
 
 _INDEX_FILES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
 
 
 def safetensors_payload_bytes(path: Path) -> int | None:
     """Bytes of tensor data in one .safetensors file, from its header alone."""
+    # A FIFO or a device is refused by name (InputError); a header that does not parse is
+    # a corrupt file, whose size is unknown; one that breaks the limits is refused.
     try:
-        with path.open("rb") as fh:
-            raw = fh.read(8)
-            if len(raw) != 8:
+        with RegularFile(path) as fh:
+            raw = fh.read_exact(8)
+            if raw is None:
                 return None
             (n,) = struct.unpack("<Q", raw)
             if n <= 0 or n > _MAX_HEADER:
                 return None
-            header = json.loads(fh.read(n))
-    except (OSError, ValueError):
+            body = fh.read_exact(n)
+        if body is None:
+            return None
+        header = parse_json(body, label=shown(path), what="safetensors header")
+    except BadContent:
+        return None
+    except OSError:
         return None
     if not isinstance(header, dict):
         return None
@@ -46,13 +57,15 @@ def weight_bytes(model_dir: Path) -> tuple[int | None, str | None]:
     """(total bytes, how it was found) for a model directory; (None, None) without weights."""
     for name in _INDEX_FILES:
         index = model_dir / name
-        if index.is_file():
+        if index.exists() or index.is_symlink():
+            label = shown(index)
             try:
-                data = json.loads(index.read_text(encoding="utf-8"))
+                text = read_text(index, limit=_MAX_INDEX, label=label, noun="a weight index")
+                data = parse_json(text, label=label, what="weight index")
                 total = data.get("metadata", {}).get("total_size")
                 if isinstance(total, int | float) and total > 0:
                     return int(total), name
-            except (OSError, ValueError, AttributeError, OverflowError):  # 1e400 is inf
+            except (BadContent, AttributeError):  # 1e400 (inf), a list, not JSON: no size
                 pass
     files = sorted(model_dir.glob("*.safetensors"))
     if files:

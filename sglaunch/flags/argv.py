@@ -16,10 +16,22 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from sglaunch.flags.prefix import options_with_prefix
 from sglaunch.flags.schema import FlagSchema, FlagSpec
+from sglaunch.safeio import MAX_NUMBER, InputError, number_problem, parse_json, shown
+from sglaunch.secrets import mask_argv
 from sglaunch.validators.facts import FlagIssue, FlagIssueKind
 
 _NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
+# Digits in the largest 64-bit integer: a longer string is out of range before int() runs.
+_MAX_DIGITS = len(str(MAX_NUMBER))
+# "Did you mean" for this many unknown tokens at most: each costs a fuzzy match over
+# every option, and a pasted file of junk has thousands.
+_MAX_SUGGESTED = 8
+# Unknown tokens listed by name in one message; the rest are counted.
+_MAX_LISTED = 20
+# JSON flag values nest a few levels (--json-model-override-args).
+_JSON_DEPTH = 32
 
 
 @dataclass
@@ -45,6 +57,8 @@ class FlagTypeError(Exception):
 def _human_int(value: str) -> int:
     # sglang srt/utils/common.py human_readable_int
     value = value.strip()
+    if sum(ch.isdigit() for ch in value) > _MAX_DIGITS:
+        raise FlagTypeError(f"{shown(value, 40)!r} is out of range: at most {MAX_NUMBER}")
     si = {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
     iec = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
     m = re.fullmatch(r"(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)", value)
@@ -69,21 +83,44 @@ def _human_int(value: str) -> int:
         ) from None
 
 
+def _bounded(value: Any, raw: str) -> Any:
+    """A number sglang can mean: finite, within 64 bits (argparse's float takes 'nan')."""
+    problem = number_problem(value)
+    if problem:
+        raise FlagTypeError(f"invalid value {shown(raw, 40)!r}: {problem}")
+    return value
+
+
+def _json(raw: str) -> Any:
+    """json.loads within safeio's limits; a syntax error stays a JSONDecodeError, for the
+    wording each JSON type gives it."""
+    try:
+        return parse_json(raw, label="the value", max_depth=_JSON_DEPTH, what="flag value")
+    except InputError as exc:
+        if isinstance(exc.__cause__, json.JSONDecodeError):
+            raise exc.__cause__ from None
+        raise FlagTypeError(exc.message) from None
+
+
 def convert(spec: FlagSpec, raw: str) -> Any:
     """One value through the flag's type function; raises FlagTypeError with argparse's words."""
     t = spec.type
     try:
         if t == "int":
-            return int(raw)
+            if sum(ch.isdigit() for ch in raw) > _MAX_DIGITS:
+                raise FlagTypeError(f"invalid int value: {shown(raw, 40)!r}: out of range")
+            return _bounded(int(raw), raw)
         if t == "float":
-            return float(raw)
+            if len(raw) > 400:  # float() is linear, but no number is written this long
+                raise FlagTypeError(f"invalid float value: {shown(raw, 40)!r}")
+            return _bounded(float(raw), raw)
         if t == "human_int":
-            return _human_int(raw)
+            return _bounded(_human_int(raw), raw)
         if t == "json":
-            return json.loads(raw)
+            return _json(raw)
         if t == "json_object":
             try:
-                parsed = json.loads(raw)
+                parsed = _json(raw)
             except json.JSONDecodeError as e:
                 raise FlagTypeError(f"{spec.name} must be JSON: {e}") from None
             if not isinstance(parsed, dict):
@@ -93,10 +130,10 @@ def convert(spec: FlagSpec, raw: str) -> Any:
             return parsed
         if t == "json_list":
             try:
-                return json.loads(raw)
+                return _json(raw)
             except json.JSONDecodeError:
                 raise FlagTypeError(
-                    f"Invalid JSON list: {raw}. Please provide a valid JSON list."
+                    f"Invalid JSON list: {shown(raw)}. Please provide a valid JSON list."
                 ) from None
         if t == "nullable_str":
             return None if not raw or raw == "None" else raw
@@ -113,7 +150,7 @@ def convert(spec: FlagSpec, raw: str) -> Any:
             "float": "float",
             "json": "loads",
         }.get(t, t)
-        raise FlagTypeError(f"invalid {type_name} value: {raw!r}") from None
+        raise FlagTypeError(f"invalid {type_name} value: {shown(raw)!r}") from None
 
 
 def check_choice(spec: FlagSpec, value: Any) -> str | None:
@@ -122,7 +159,7 @@ def check_choice(spec: FlagSpec, value: Any) -> str | None:
     if value in spec.choices:
         return None
     choices = ", ".join(repr(c) for c in spec.choices)
-    return f"invalid choice: {value!r} (choose from {choices})"
+    return f"invalid choice: {shown(repr(value))} (choose from {choices})"
 
 
 def suggest(option: str, schema: FlagSchema, n: int = 3) -> tuple[str, ...]:
@@ -154,7 +191,7 @@ class _Lookup:
             if head in by_option:
                 return by_option[head], head, explicit, None
         if self.schema.allow_abbrev and arg.startswith("--"):
-            matches = [opt for opt in by_option if opt.startswith(head)]
+            matches = options_with_prefix(self.schema, head)
             if len(matches) > 1:
                 msg = f"ambiguous option: {head} could match {', '.join(matches)}"
                 return (
@@ -244,16 +281,16 @@ def parse_argv(argv: Iterable[str], schema: FlagSchema) -> ParsedFlags:
     tokens = list(argv)
     out = ParsedFlags()
     lookup = _Lookup(schema)
-    unknown: list[str] = []
+    unknown: list[list[str]] = []  # each unknown token with the values that follow it
     i = 0
     while i < len(tokens):
         tok = tokens[i]
         i += 1
         if tok == "--":
-            unknown.extend(tokens[i:])
+            unknown.extend([t] for t in tokens[i:])
             break
         if _is_value_token(tok):
-            unknown.append(tok)
+            unknown.append([tok])
             continue
         if tok in ("-h", "--help"):
             continue
@@ -270,7 +307,7 @@ def parse_argv(argv: Iterable[str], schema: FlagSchema) -> ParsedFlags:
             while i < len(tokens) and _is_value_token(tokens[i]) and "=" not in tok:
                 group.append(tokens[i])
                 i += 1
-            unknown.append(" ".join(group))
+            unknown.append(group)
             continue
         name = spec.argparse_name
         out.spelled[spec.dest] = tok.split("=", 1)[0]
@@ -321,16 +358,36 @@ def parse_argv(argv: Iterable[str], schema: FlagSchema) -> ParsedFlags:
             out.values[spec.dest] = spec.const
         else:
             out.values[spec.dest] = converted[0]
-    for tok in unknown:
+    for n, group in enumerate(unknown):
+        if n == _MAX_LISTED:
+            rest = len(unknown) - n
+            out.issues.append(
+                FlagIssue(
+                    FlagIssueKind.UNKNOWN,
+                    option=f"… and {rest} more",
+                    message=f"unrecognized arguments: … and {rest} more",
+                )
+            )
+            break
+        shown_tok = _unknown_shown(group, schema)
         out.issues.append(
             FlagIssue(
                 FlagIssueKind.UNKNOWN,
-                option=tok,
-                message=f"unrecognized arguments: {tok}",
-                suggestions=suggest(tok.split()[0], schema) if tok.startswith("-") else (),
+                option=shown_tok,
+                message=f"unrecognized arguments: {shown_tok}",
+                suggestions=suggest(group[0], schema)
+                if group[0].startswith("-") and n < _MAX_SUGGESTED
+                else (),
             )
         )
     return out
+
+
+def _unknown_shown(group: list[str], schema: FlagSchema) -> str:
+    """An unknown token and its values as a message quotes them, as argparse does, except
+    that an unknown flag whose name looks secret (`--api-keys sk-…`, `--hf-token=hf_…`)
+    keeps its name and loses its value; control characters are escaped, long text cut."""
+    return shown(" ".join(mask_argv(group, schema)), 200)
 
 
 def format_value(value: Any) -> str:

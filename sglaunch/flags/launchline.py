@@ -13,6 +13,10 @@ from dataclasses import dataclass, field
 
 from sglaunch.errors import UserError
 
+# A launch line is a few hundred characters; a pasted script a few KB. shlex reads a
+# character at a time, so a megabyte of junk would take seconds.
+MAX_LAUNCH_TEXT = 256 * 1024
+
 _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _SHELL_STOP = {"|", "||", "&&", ";", "&", ">", ">>", "2>", "2>&1", "1>", "&>", "<"}
 _WRAPPERS = {"nohup", "exec", "env", "time", "sudo", "command"}
@@ -57,6 +61,11 @@ def _join_continuations(text: str) -> str:
 
 def parse_launch_line(text: str) -> LaunchLine:
     """Split a pasted command into sglang's argv; raises UserError when it is not an sglang launch."""
+    if len(text) > MAX_LAUNCH_TEXT:
+        raise UserError(
+            f"the launch line is {len(text) // 1024} KB long, far longer than any sglang launch "
+            f"(at most {MAX_LAUNCH_TEXT // 1024} KB); paste just the command"
+        )
     joined = _join_continuations(text).strip()
     if not joined:
         raise UserError(

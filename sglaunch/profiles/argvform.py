@@ -216,7 +216,7 @@ def profile_from_values(
                 f"{k} looks like a secret and was not stored: export it in the shell that "
                 "starts sglaunch (the server inherits it)"
             )
-        elif ENV_NAME.match(k):
+        elif ENV_NAME.fullmatch(k):
             kept_env[k] = v
     flags, problems = check_flags(values, schema)
     if problems:

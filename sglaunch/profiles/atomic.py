@@ -13,6 +13,8 @@ import secrets
 from collections.abc import Callable
 from pathlib import Path
 
+from sglaunch.safeio import writable_target
+
 # Tests set this to widen the window between writing and renaming, then SIGKILL
 # the process inside it; nothing else should touch it.
 _pause_hook: Callable[[str], None] | None = None
@@ -23,9 +25,15 @@ def _pause(stage: str) -> None:
         _pause_hook(stage)
 
 
+# Room in a file name (255 bytes on every common file system) for ".", the
+# random part and ".tmp" after the target's name.
+_TEMP_NAME_ROOM = 200
+
+
 def temp_prefix(path: Path) -> str:
-    """Temporary files for `path` start with this: hidden, and never named *.toml."""
-    return f".{path.name}."
+    """Temporary files for `path` start with this: hidden, never named *.toml, and short
+    enough that a long target name still leaves room for the rest."""
+    return f".{path.name[:_TEMP_NAME_ROOM]}."
 
 
 def fsync_dir(directory: Path) -> None:
@@ -43,7 +51,12 @@ def fsync_dir(directory: Path) -> None:
 
 
 def atomic_write(path: Path, data: bytes, *, mode: int | None = None) -> None:
-    """Replace `path` with `data` atomically; the directory must exist."""
+    """Replace `path` with `data` atomically; the directory must exist.
+
+    Only a regular file or a new path is replaced (a symlink to a regular file is
+    followed): never a FIFO, a device, or a /proc/self/fd link (safeio.writable_target).
+    """
+    path = writable_target(path)
     directory = path.parent
     tmp = directory / f"{temp_prefix(path)}{secrets.token_hex(4)}.tmp"
     # 0o666 under the umask, as open() would; `mode` (e.g. 0o755 for a script) is set exactly

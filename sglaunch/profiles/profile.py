@@ -18,13 +18,16 @@ from typing import Any
 from sglaunch.errors import UserError
 from sglaunch.flags.schema import FlagSchema, FlagSpec, bundled_schema
 from sglaunch.program import ENTRIES, Entry
+from sglaunch.safeio import has_control, number_problem, shown
 from sglaunch.secrets import ENV_NAME, is_secret_env_name, is_secret_flag
 
 SCHEMA_VERSION = 1
 
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # fullmatch: `$` lets "name\n" through
 MAX_NAME = 100
 JSON_TYPES = ("json", "json_object", "json_list")
+# GPU indices, UUIDs (GPU-…) and MIG names (MIG-GPU-…/1/0), comma-separated
+_CUDA_DEVICES = re.compile(r"[A-Za-z0-9,:/._ -]*")
 _INT_TYPES = ("int", "human_int")
 # dests a profile holds elsewhere or cannot hold at all
 _NOT_FLAGS = {
@@ -75,7 +78,7 @@ class FlagValueError(ValueError):
 def validate_name(name: str) -> str:
     if not isinstance(name, str) or not name:
         raise UserError("a profile needs a name: letters, digits, '-', '_' and '.'")
-    if len(name) > MAX_NAME or not _NAME.match(name):
+    if len(name) > MAX_NAME or not _NAME.fullmatch(name):
         raise UserError(
             f"invalid profile name {name!r}: use letters, digits, '-', '_' and '.', "
             f"starting with a letter or digit (at most {MAX_NAME} characters, no '/' or spaces)"
@@ -126,6 +129,9 @@ def _scalar(spec: FlagSpec, value: Any) -> Any:
             raise FlagValueError(f"{spec.name} expects a JSON object, got {value!r}")
     elif not isinstance(value, str):
         raise FlagValueError(f"{spec.name} expects a string, got {value!r}")
+    problem = number_problem(value)
+    if problem:
+        raise FlagValueError(f"{spec.name}: {problem}")
     if spec.choices is not None and value not in spec.choices:
         choices = ", ".join(str(c) for c in spec.choices)
         raise FlagValueError(f"{spec.name}: {value!r} is not one of {choices}")
@@ -187,15 +193,36 @@ def check_flags(
             continue
         if spec.action == "store_true" and typed is False:
             continue  # the same as absent: sglang's default is off
+        if _holds_control(typed):
+            problems.append((dest, f"{spec.name}: {_CONTROL_MESSAGE}, got {shown(repr(typed))}"))
+            continue
         out[dest] = typed
     return out, problems
+
+
+_CONTROL_MESSAGE = "a control character (newline, escape, ...) cannot be part of a launch"
+
+
+def _holds_control(value: Any) -> bool:
+    """Whether a flag value (JSON values included) holds a control character anywhere."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            if has_control(v):
+                return True
+        elif isinstance(v, dict):
+            stack += [*v.keys(), *v.values()]
+        elif isinstance(v, list | tuple):
+            stack += list(v)
+    return False
 
 
 def check_env(env: Mapping[str, Any]) -> tuple[dict[str, str], list[tuple[str, str]]]:
     out: dict[str, str] = {}
     problems: list[tuple[str, str]] = []
     for name, value in env.items():
-        if not ENV_NAME.match(name):
+        if not ENV_NAME.fullmatch(name):
             problems.append((name, f"environment variable name {name!r} is not valid"))
         elif is_secret_env_name(name):
             problems.append(
@@ -209,6 +236,8 @@ def check_env(env: Mapping[str, Any]) -> tuple[dict[str, str], list[tuple[str, s
             problems.append(
                 (name, f'environment variable {name} must be a string, e.g. {name} = "1"')
             )
+        elif has_control(str(value)) or number_problem(value):
+            problems.append((name, f"environment variable {name}: {_CONTROL_MESSAGE}"))
         else:
             out[name] = str(value)
     return out, problems
@@ -229,7 +258,7 @@ def check_secrets(
                     f"[secrets] {dest}: not a secret flag (secret flags: api_key, admin_api_key, ...)",
                 )
             )
-        elif not isinstance(var, str) or not ENV_NAME.match(var):
+        elif not isinstance(var, str) or not ENV_NAME.fullmatch(var):
             problems.append(
                 (
                     dest,
@@ -252,8 +281,34 @@ def check_profile(profile: Profile, schema: FlagSchema | None = None) -> None:
     problems += check_flags(profile.flags, schema)[1]
     problems += check_env(profile.env)[1]
     problems += check_secrets(profile.secrets, schema)[1]
+    problems += check_text_fields(profile)
     if problems:
         raise UserError(f"profile '{profile.name}': {problems[0][1]}")
+
+
+def check_text_fields(profile: Profile) -> list[tuple[str, str]]:
+    """Problems with the profile's free-text fields: each reaches a command line, a
+    script or a YAML comment, where a newline would end the line and start another."""
+    problems: list[tuple[str, str]] = []
+    devices = profile.gpus.cuda_visible_devices
+    if devices is not None and not _CUDA_DEVICES.fullmatch(devices):
+        problems.append(
+            (
+                "cuda_visible_devices",
+                f'gpus.cuda_visible_devices must list GPU indices or UUIDs like "0,1", '
+                f"got {shown(repr(devices))}",
+            )
+        )
+    fields = (
+        ("model", profile.model, ""),
+        ("sglang_python", profile.sglang_python, ""),
+        ("preset", profile.gpus.preset, ""),
+        ("notes", profile.notes, "\n\t\r"),
+    )
+    for key, value, allow in fields:
+        if value and has_control(value, allow):
+            problems.append((key, f"{key}: {_CONTROL_MESSAGE}, got {shown(repr(value))}"))
+    return problems
 
 
 def json_text(value: Any) -> str:

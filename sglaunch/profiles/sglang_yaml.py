@@ -23,6 +23,7 @@ import yaml
 from sglaunch.errors import UserError
 from sglaunch.flags.argv import suggest
 from sglaunch.flags.launchline import LaunchLine, parse_launch_line
+from sglaunch.flags.prefix import options_with_prefix
 from sglaunch.flags.schema import FlagSchema, FlagSpec, bundled_schema
 from sglaunch.profiles.argvform import (
     Exported,
@@ -45,6 +46,7 @@ from sglaunch.profiles.profile import (
     flag_spec,
     json_text,
 )
+from sglaunch.safeio import MAX_TEXT_BYTES, InputError, has_control, parse_yaml, read_text, shown
 from sglaunch.secrets import (
     shell_reference,
 )
@@ -53,13 +55,8 @@ _LAUNCH_COMMENT = re.compile(r"^#\s*launch:\s*(?P<line>.+?)\s*$", re.M)
 
 
 def _yaml_mapping(text: str, source: str) -> dict[Any, Any]:
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        where = f" (at line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        raise UserError(f"{source} is not valid YAML: {problem}{where}") from None
+    """The YAML's top-level mapping, parsed with safeio's limits (depth, aliases, numbers)."""
+    data = parse_yaml(text, label=source)
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -70,10 +67,22 @@ def _yaml_mapping(text: str, source: str) -> dict[Any, Any]:
     return data
 
 
+def _names_a_flag(key: Any, schema: FlagSchema) -> bool:
+    """Whether `key` is a flag name sglang's merger would accept, or a typo of one."""
+    if not isinstance(key, str) or not key or has_control(key) or len(key) > 100:
+        return False
+    option = "--" + key.replace("_", "-")
+    return (
+        option in schema.by_option
+        or bool(options_with_prefix(schema, option))
+        or bool(suggest(option, schema, n=1))
+    )
+
+
 def _check_key(key: Any, schema: FlagSchema, source: str) -> FlagSpec:
     """The flag a config key names, as argparse would find `--KEY`; UserError otherwise."""
-    if not isinstance(key, str) or not key:
-        raise UserError(f"{source}: config key {key!r} is not a flag name")
+    if not isinstance(key, str) or not key or has_control(key) or len(key) > 100:
+        raise UserError(f"{source}: config key {shown(repr(key), 60)} is not a flag name")
     option = f"--{key}"
     if option in schema.by_option:
         return schema.by_option[option]
@@ -101,6 +110,16 @@ def _check_key(key: Any, schema: FlagSchema, source: str) -> FlagSpec:
 _CUSTOM_UNSUPPORTED = {"lora_paths": "LoRAPathAction"}
 
 
+def is_sglang_config(text: str, schema: FlagSchema | None = None) -> bool:
+    """Whether `text` is YAML whose top level maps at least one sglang flag (or a typo of one)."""
+    schema = schema or bundled_schema()
+    try:
+        data = parse_yaml(text, label="the input")
+    except InputError:
+        return False
+    return isinstance(data, dict) and any(_names_a_flag(k, schema) for k in data)
+
+
 def config_action_unsupported(spec: FlagSpec) -> str | None:
     """The argparse action name when sglang's --config cannot hold this flag, else None."""
     if spec.action == "boolean_optional":
@@ -118,6 +137,12 @@ def config_to_argv(
     store_true = {
         o[2:].replace("-", "_") for f in schema.flags if f.action == "store_true" for o in f.options
     } | {f.dest for f in schema.flags if f.action == "store_true"}
+    if data and not any(_names_a_flag(k, schema) for k in data):
+        # not a config at all (someone's /etc/passwd): say so, and quote none of it
+        raise UserError(
+            f"{source} is not an sglang --config file: none of its keys is an sglang flag "
+            "(a config holds lines like `tp-size: 2`)"
+        )
     args: list[str] = []
     for key, value in data.items():
         spec = _check_key(key, schema, source)
@@ -150,14 +175,17 @@ def config_to_argv(
 def config_file_argv(path: Path, schema: FlagSchema) -> list[str]:
     """The flags a `--config` file adds, as sglang reads the file; UserError if it cannot."""
     if path.suffix.lower() not in (".yaml", ".yml"):
-        raise UserError(f"Config file must be YAML format, got: {path.suffix} ({path})")
+        raise UserError(
+            f"Config file must be YAML format, got: {shown(path.suffix, 40)} ({shown(path)})"
+        )
+    label = shown(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"Config file not found: {path}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"cannot read config file {path}: {exc}") from None
-    return config_to_argv(_yaml_mapping(text, str(path)), schema, str(path))
+        text = read_text(path, limit=MAX_TEXT_BYTES, label=f"config file {label}", noun="a config")
+    except InputError as exc:
+        if exc.message.endswith("does not exist"):
+            raise UserError(f"Config file not found: {label}") from None  # sglang's words
+        raise
+    return config_to_argv(_yaml_mapping(text, label), schema, label)
 
 
 def expand_config(
@@ -247,6 +275,12 @@ def to_yaml(
         )
     else:
         header.append("# Start the server with:")
+    if has_control(launch):
+        # a line break would end the comment and start YAML keys of its own
+        raise UserError(
+            f"profile '{profile.name}': the launch line holds a control character; "
+            "fix the profile's [env] and [gpus] values"
+        )
     header.append(f"# launch: {launch}")
     body = yaml.safe_dump(
         data, sort_keys=False, default_flow_style=False, allow_unicode=True, width=4096

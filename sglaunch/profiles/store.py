@@ -31,6 +31,7 @@ from sglaunch.paths import profiles_dir
 from sglaunch.profiles.atomic import atomic_write, fsync_dir, remove_stale_temps
 from sglaunch.profiles.profile import Profile, validate_name
 from sglaunch.profiles.tomlform import profile_from_toml, profile_to_toml
+from sglaunch.safeio import MAX_TEXT_BYTES, InputError, open_lock, path_stat, read_bytes, shown
 
 try:
     import fcntl
@@ -77,33 +78,55 @@ class ProfileStore:
     @contextlib.contextmanager
     def _locked(self, name: str) -> Iterator[None]:
         """The folder's lock, for a save or delete of `name` (saves are rare: one lock)."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        with open(self._lock_path(), "a") as lock:
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(
+                f"cannot create the profiles folder {shown(self.root)}: {exc.strerror or exc} "
+                "(SGLAUNCH_HOME moves it)"
+            ) from None
+        fd = open_lock(self._lock_path())
+        try:
             if fcntl is not None:
-                fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+                fcntl.flock(fd, fcntl.LOCK_EX)
             try:
                 yield
             finally:
                 if fcntl is not None:
-                    fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
 
     def _read(self, path: Path) -> bytes | None:
-        try:
-            return path.read_bytes()
-        except FileNotFoundError:
+        """The profile's bytes, None when there is none; a FIFO, a device or a file too
+        large for a profile is refused by name (reading it would block or fill memory)."""
+        label = f"profile {shown(path)}"
+        if path_stat(path, label) is None:
             return None
-        except OSError as exc:
-            raise UserError(f"cannot read profile {path}: {exc.strerror or exc}") from None
+        try:
+            return read_bytes(path, limit=MAX_TEXT_BYTES, label=label, noun="a profile")
+        except InputError as exc:
+            raise UserError(exc.message) from None
 
     # --- reading ---------------------------------------------------------------
 
     def names(self) -> list[str]:
+        """Every NAME.toml entry but folders: a FIFO or a dangling link there is listed
+        (as broken) rather than hidden."""
         if not self.root.is_dir():
             return []
-        return sorted(p.name[: -len(SUFFIX)] for p in self.root.glob(f"*{SUFFIX}") if p.is_file())
+        try:
+            entries = list(self.root.iterdir())
+        except OSError:
+            return []
+        return sorted(
+            p.name[: -len(SUFFIX)]
+            for p in entries
+            if p.name.endswith(SUFFIX) and not p.name.startswith(".") and not p.is_dir()
+        )
 
     def exists(self, name: str) -> bool:
-        return self.path(name).is_file()
+        return path_stat(self.path(name)) is not None
 
     def list(self) -> list[ProfileInfo]:
         """Every profile, broken ones included (with `error` set) so a listing always works."""
@@ -111,7 +134,7 @@ class ProfileStore:
         for name in self.names():
             path = self.root / f"{name}{SUFFIX}"
             try:
-                mtime = path.stat().st_mtime
+                mtime = path.lstat().st_mtime  # a dangling link is listed as broken
             except OSError:
                 continue  # deleted while we listed
             try:

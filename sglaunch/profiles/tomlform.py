@@ -39,7 +39,6 @@ from __future__ import annotations
 import difflib
 import json
 import re
-import tomllib
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -58,9 +57,11 @@ from sglaunch.profiles.profile import (
     check_flags,
     check_profile,
     check_secrets,
+    check_text_fields,
     flag_spec,
 )
 from sglaunch.program import ENTRIES
+from sglaunch.safeio import InputError, decode_text, parse_json, parse_toml, shown
 
 HEADER = (
     "# sglaunch launch profile (see `sglaunch profiles show NAME`).\n"
@@ -108,9 +109,11 @@ def _flag_from_toml(dest: str, value: Any, schema: FlagSchema) -> Any:
     spec = flag_spec(schema, dest)
     if spec is not None and spec.type in JSON_TYPES and isinstance(value, str):
         try:
-            return json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{spec.name} holds JSON text that does not parse: {exc}") from None
+            return parse_json(value, label=spec.name, max_depth=32, what="flag value")
+        except InputError as exc:
+            raise ValueError(
+                f"{spec.name} holds JSON text that sglaunch cannot use: {exc}"
+            ) from None
     return value
 
 
@@ -186,7 +189,7 @@ class _Reader:
 
     def fail(self, message: str, key: str | None = None, table: str | None = None) -> UserError:
         line = self.line_of(key, table) if key else None
-        where = f"{self.path} (line {line})" if line else str(self.path)
+        where = f"{shown(self.path)} (line {line})" if line else shown(self.path)
         return UserError(f"profile {where}: {message}")
 
     def get(
@@ -202,13 +205,13 @@ class _Reader:
             return None
         if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
             name = f"{table}.{key}" if table else key
-            raise self.fail(f"{name} must be {what}, got {value!r}", key, table)
+            raise self.fail(f"{name} must be {what}, got {shown(repr(value), 60)}", key, table)
         return value
 
     def table(self, doc: dict[str, Any], key: str) -> dict[str, Any]:
         value = doc.get(key, {})
         if not isinstance(value, dict):
-            raise self.fail(f"{key} must be a table ([{key}]), got {value!r}", key)
+            raise self.fail(f"{key} must be a table ([{key}]), got {shown(repr(value), 60)}", key)
         return value
 
 
@@ -217,24 +220,25 @@ def profile_from_toml(
 ) -> Profile:
     """Parse a profile file; UserError (one line, with the TOML error's line) when it is broken."""
     schema = schema or bundled_schema()
+    label = f"profile {shown(path)}"
+    hint = "fix it or move it aside"
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise UserError(
-            f"profile {path} is not UTF-8 text (byte {exc.start}); fix it or move it aside"
-        ) from None
+        text = decode_text(data, label)
+    except InputError as exc:
+        raise UserError(f"{exc.message}; {hint}") from None
     if not text.strip():
         backup = path.with_name(path.name + ".bak")
-        where = f"; its previous version is {backup}" if backup.exists() else ""
-        raise UserError(f"profile {path} is empty: delete it or import the launch again{where}")
+        where = f"; its previous version is {shown(backup)}" if backup.exists() else ""
+        raise UserError(f"{label} is empty: delete it or import the launch again{where}")
     try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        # the message ends with "(at line N, column M)"
-        reason = str(exc).replace("\n", " ")
+        doc = parse_toml(text, label=label, hint=hint)
+    except InputError as exc:
+        raise UserError(exc.message if hint in exc.message else f"{exc.message}; {hint}") from None
+    if doc and not any(difflib.get_close_matches(key, _TOP_KEYS, n=1) for key in doc):
         raise UserError(
-            f"profile {path} is not valid TOML: {reason}; fix it or move it aside"
-        ) from None
+            f"{label} is not an sglaunch profile (none of its keys is one a profile has: "
+            f"{', '.join(_TOP_KEYS[:4])}, ...)"
+        )
     r = _Reader(path, text)
     for key in doc:
         if key not in _TOP_KEYS:
@@ -308,7 +312,7 @@ def profile_from_toml(
             gpu_count=r.get(vdoc, "gpu_count", int, "an integer", "validated") or 0,
             at=at,
         )
-    return Profile(
+    profile = Profile(
         name=name,
         model=model,
         flags=flags,
@@ -320,3 +324,10 @@ def profile_from_toml(
         notes=r.get(doc, "notes", str, "a string") or "",
         validated=validated,
     )
+    problems = check_text_fields(profile)
+    if problems:
+        key = problems[0][0]
+        raise r.fail(
+            problems[0][1], key, "gpus" if key in ("cuda_visible_devices", "preset") else None
+        )
+    return profile

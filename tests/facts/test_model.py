@@ -342,14 +342,14 @@ def test_unreadable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     # chmod 0 is no barrier to root (CI runs as root), so the OS's refusal is simulated
     p = tmp_path / "config.json"
     p.write_text('{"architectures": ["X"]}')
-    real = Path.read_text
+    real = os.open
 
-    def deny(self: Path, *a: object, **k: object) -> str:
-        if self == p:
-            raise PermissionError(13, "Permission denied", str(self))
-        return real(self, *a, **k)  # type: ignore[arg-type]
+    def deny(path: str, *a: object, **k: object) -> int:
+        if os.fspath(path) == str(p):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path, *a, **k)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(Path, "read_text", deny)
+    monkeypatch.setattr(os, "open", deny)
     assert "permission denied" in _one_line(str(tmp_path))
 
 

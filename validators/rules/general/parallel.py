@@ -26,6 +26,9 @@ from sglaunch.validators.resolving import (
 )
 
 HOOK = "srt/arg_groups/parallel_hook.py"
+# The most TP sizes a fix ever tries: more ranks than any one TP group has. A fix
+# enumerates candidates, so its work must not follow the user's number (--tp-size 10**18).
+MAX_TP_CANDIDATES = 1024
 VALIDATION = "srt/arg_groups/validation_hook.py"
 
 
@@ -326,7 +329,7 @@ def parallel_gpus(inp: CheckInput) -> Iterator[Finding]:
 def _largest_dividing_tp(inp: CheckInput, limit: int) -> int | None:
     m = inp.model
     heads = m.num_attention_heads if m else None
-    for t in range(limit, 0, -1):
+    for t in range(min(limit, MAX_TP_CANDIDATES), 0, -1):
         if heads is None or heads % t == 0:
             return t
     return None
@@ -356,10 +359,10 @@ def heads_divide_tp(inp: CheckInput) -> Iterator[Finding]:
         )
     if not problems:
         return
+    # a size that splits the heads is at most the head count: no need to count past it
+    top = min(max(inp.gpu.count, t), heads, MAX_TP_CANDIDATES)
     good = [
-        x
-        for x in range(1, max(inp.gpu.count, t) + 1)
-        if heads % x == 0 and (kv % x == 0 if kv >= x else x % kv == 0)
+        x for x in range(1, top + 1) if heads % x == 0 and (kv % x == 0 if kv >= x else x % kv == 0)
     ]
     fixes = tuple(
         Fix(label=f"Use --tp-size {x}", set={"tp_size": x})
