@@ -156,8 +156,6 @@ def path_stat(path: str | os.PathLike[str], label: str | None = None) -> os.stat
                 FileNotFoundError(errno.ENOENT, "dangling"), label or shown(p), p
             ) from None
         return None
-    except NotADirectoryError:
-        return None
     except OSError as exc:
         raise _os_problem(exc, label or shown(p), p) from None
 
@@ -306,26 +304,34 @@ _TOML_TOKENS = re.compile(
     r'|"(?:[^"\\\n]|\\.)*"'
     r"|'[^'\n]*'"
     r"|#[^\n]*"
-    r"|[\[\]{}]"
+    r"|[\[\]{}.=,\n]"
 )
 _OPENERS = "[{"
 
 
 def _max_nesting(text: str, tokens: re.Pattern[str], limit: int) -> bool:
-    """True when brackets outside strings (and comments) nest deeper than `limit`."""
-    if text.count("[") + text.count("{") <= limit:
+    """True when brackets outside strings (and comments) nest deeper than `limit`, or a
+    dotted TOML key (`a.b.c = 1`, which nests tables too) has more than `limit` parts."""
+    if text.count("[") + text.count("{") <= limit and text.count(".") <= limit:
         return False
     depth = 0
+    dots = 0  # dots in the current dotted key: "1.5" counts one; = , and a newline end it
     for m in tokens.finditer(text):
         tok = m.group(0)
         if len(tok) != 1:
             continue  # a string or a comment
+        if tok == ".":
+            dots += 1
+            if dots > limit:
+                return True
+            continue
+        dots = 0
         if tok in _OPENERS:
             depth += 1
             if depth > limit:
                 return True
-        elif depth:
-            depth -= 1
+        elif tok in "]}":
+            depth = max(depth - 1, 0)
     return False
 
 

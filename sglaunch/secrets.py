@@ -250,8 +250,12 @@ class Masker:
         schema: FlagSchema | None = None,
         *,
         min_len: int = MIN_FREE_TEXT_LEN,
+        by_position: bool = True,
     ) -> None:
         self.schema = schema or bundled_schema()
+        # by_position: also the word after a secret flag and NAME=VALUE (log lines); off
+        # for sglaunch's own prose, where "--api-key or --admin-api-key" is no secret
+        self.by_position = by_position
         found = {v for v in values if v and len(v) >= min_len and v != MASK}
         # a value also shows JSON-escaped (check --json) when it holds a quote or backslash
         found |= {json.dumps(v)[1:-1] for v in found}
@@ -267,12 +271,27 @@ class Masker:
         )
 
     def _mask_flag(self, m: re.Match[str]) -> str:
-        return _mask_match(m) if is_secret_option(m.group("opt"), self.schema) else m.group(0)
+        return _mask_match(m) if self._secret_flag(m) else m.group(0)
+
+    def values_in(self, text: str) -> list[str]:
+        """The secret values `text` carries by position: what __call__ masks there."""
+        found = [m.group("val") for m in _ANY_FLAG.finditer(text) if self._secret_flag(m)]
+        if self._field_re is not None:
+            found += [m.group("val") for m in self._field_re.finditer(text)]
+        found += [
+            m.group("val") for m in _ENV_ASSIGN.finditer(text) if is_secret_env_name(m.group("opt"))
+        ]
+        return [b for v in found if (b := _bare_secret(v)) is not None]
+
+    def _secret_flag(self, m: re.Match[str]) -> bool:
+        return is_secret_option(m.group("opt"), self.schema)
 
     def __call__(self, text: str) -> str:
         for value in self.secrets:
             if value in text:
                 text = text.replace(value, MASK)
+        if not self.by_position:
+            return text
         # substring tests first: a busy server logs thousands of lines that hold no secret
         if "--" in text:
             text = _ANY_FLAG.sub(self._mask_flag, text)
@@ -294,10 +313,17 @@ def _mask_env(m: re.Match[str]) -> str:
     return _mask_match(m) if is_secret_env_name(name) else m.group(0)
 
 
-def _mask_match(m: re.Match[str]) -> str:
-    value = m.group("val")
+def _bare_secret(value: str) -> str | None:
+    """The secret a matched value is, unquoted; None for None, a reference, or a mask."""
     bare = value.strip("'\"")
     if value == "None" or not bare or bare == MASK or env_reference(bare):
+        return None
+    return bare
+
+
+def _mask_match(m: re.Match[str]) -> str:
+    value = m.group("val")
+    if _bare_secret(value) is None:
         return m.group(0)
     quote = value[0] if value[0] in "'\"" else ""
     return f"{m.group('opt')}{m.group('sep')}{quote}{MASK}{quote}"
@@ -352,9 +378,10 @@ def known_secrets(argv: Sequence[str], environ: Mapping[str, str] | None = None)
     inside a quoted launch line) and in its environment (HF_TOKEN, OPENAI_API_KEY, ...)."""
     environ = os.environ if environ is None else environ
     values = secret_values(argv)
+    finder = Masker()
     for tok in argv:
-        if " " in tok:  # a launch line passed as one argument
-            values += secret_values(tok.split())
+        if " " in tok or "=" in tok:  # a launch line or a log line passed as one argument
+            values += finder.values_in(tok)
     values += [v for k, v in environ.items() if is_secret_env_name(k) and v]
     return values
 
@@ -363,10 +390,10 @@ def known_secrets(argv: Sequence[str], environ: Mapping[str, str] | None = None)
 def masked_stdio(argv: Sequence[str]) -> Iterator[None]:
     """stdout and stderr with every secret known to this process masked, for the headless
     commands: a secret typed on the command line is never printed back, whoever prints it."""
-    masker = Masker(known_secrets(argv))
+    masker = Masker(known_secrets(argv), by_position=False)
     saved = sys.stdout, sys.stderr
-    sys.stdout = MaskingStream(saved[0], masker)  # type: ignore[assignment]
-    sys.stderr = MaskingStream(saved[1], masker)  # type: ignore[assignment]
+    sys.stdout = MaskingStream(saved[0], masker)
+    sys.stderr = MaskingStream(saved[1], masker)
     try:
         yield
     finally:

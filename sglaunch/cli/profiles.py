@@ -366,7 +366,7 @@ def _import(
 
 def _delete(store: ProfileStore, name: str, yes: bool, stdin: TextIO, err: TextIO) -> int:
     path = store.path(name)
-    if not store.exists(name):
+    if not (store.exists(name) or path.is_symlink()):
         raise UserError(f"no profile named {name!r} (see `sglaunch profiles list`)")
     if not yes:
         if not (hasattr(stdin, "isatty") and stdin.isatty()):

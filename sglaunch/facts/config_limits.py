@@ -48,7 +48,7 @@ def _configs(data: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]
 def _problem(prefix: str, cfg: Mapping[str, Any]) -> str | None:
     for key in _LAYER_KEYS:
         v = cfg.get(key)
-        if _is_number(v) and v > MAX_LAYERS:
+        if isinstance(v, int | float) and not isinstance(v, bool) and v > MAX_LAYERS:
             return (
                 f"{prefix}{key} = {shown(v, 30)} is more layers than any model has "
                 f"(at most {MAX_LAYERS})"

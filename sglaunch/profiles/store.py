@@ -126,7 +126,10 @@ class ProfileStore:
         )
 
     def exists(self, name: str) -> bool:
-        return path_stat(self.path(name)) is not None
+        try:
+            return path_stat(self.path(name)) is not None
+        except InputError:
+            return True  # a link loop: something is there, and it is broken
 
     def list(self) -> list[ProfileInfo]:
         """Every profile, broken ones included (with `error` set) so a listing always works."""
@@ -207,8 +210,8 @@ class ProfileStore:
         """Remove a profile (broken ones too); its last content stays in NAME.toml.bak."""
         path = self.path(name)
         with self._locked(name):
-            current = self._read(path)
-            if current is None:
+            # not read: a FIFO or a link loop put there must be removable too
+            if path_stat(path) is None and not path.is_symlink():
                 raise UserError(f"no profile named {name!r} (see `sglaunch profiles list`)")
             backup = self.backup_path(name)
             os.replace(path, backup)
