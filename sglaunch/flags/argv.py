@@ -358,10 +358,18 @@ def parse_argv(argv: Iterable[str], schema: FlagSchema) -> ParsedFlags:
             out.values[spec.dest] = spec.const
         else:
             out.values[spec.dest] = converted[0]
+    out.issues += _unknown_issues(unknown, schema)
+    return out
+
+
+def _unknown_issues(unknown: list[list[str]], schema: FlagSchema) -> list[FlagIssue]:
+    """argparse's "unrecognized arguments", one issue per token, bounded: at most
+    _MAX_LISTED listed and _MAX_SUGGESTED given a "did you mean"."""
+    issues: list[FlagIssue] = []
     for n, group in enumerate(unknown):
         if n == _MAX_LISTED:
             rest = len(unknown) - n
-            out.issues.append(
+            issues.append(
                 FlagIssue(
                     FlagIssueKind.UNKNOWN,
                     option=f"… and {rest} more",
@@ -370,7 +378,7 @@ def parse_argv(argv: Iterable[str], schema: FlagSchema) -> ParsedFlags:
             )
             break
         shown_tok = _unknown_shown(group, schema)
-        out.issues.append(
+        issues.append(
             FlagIssue(
                 FlagIssueKind.UNKNOWN,
                 option=shown_tok,
@@ -380,7 +388,7 @@ def parse_argv(argv: Iterable[str], schema: FlagSchema) -> ParsedFlags:
                 else (),
             )
         )
-    return out
+    return issues
 
 
 def _unknown_shown(group: list[str], schema: FlagSchema) -> str:
