@@ -12,7 +12,10 @@ _PATH_MAX = 4096
 _NAME_MAX = 255
 
 
-def _home() -> Path | None:
+def _home(*, checked: bool = True) -> Path | None:
+    """SGLAUNCH_HOME, checked to be a folder or a path to create one (`checked`): a
+    profile or a run needs it. The cache passes checked=False: what it cannot write
+    there it rebuilds, and says why (oracle/schema_cache.py)."""
     home = os.environ.get("SGLAUNCH_HOME")
     if not home:
         return None
@@ -25,6 +28,8 @@ def _home() -> Path | None:
         raise UserError(
             f"SGLAUNCH_HOME={shown(home)}: cannot expand '~' there; give a full path"
         ) from None
+    if not checked:
+        return path
     # checked here, once, rather than failing later inside whichever write comes first
     label = f"SGLAUNCH_HOME={shown(home)}"
     if len(os.fsencode(path)) >= _PATH_MAX or any(
@@ -63,7 +68,7 @@ def data_dir() -> Path:
 
 
 def cache_dir() -> Path:
-    home = _home()
+    home = _home(checked=False)
     if home is not None:
         return home / "cache"
     from platformdirs import user_cache_path
