@@ -91,6 +91,9 @@ def main() -> None:
 
     # run directories of the demo launches go to a scratch home, not the user's
     os.environ["SGLAUNCH_HOME"] = tempfile.mkdtemp(prefix="sglaunch-shots-")
+    from tests.tui.scenes import pin_paths
+
+    pin_paths(setattr)  # the example's folder, wherever this checkout is
     OUT.mkdir(exist_ok=True)
     for name, build, size, before in shots():
         svg = take_svg_screenshot(app=build(), terminal_size=size, run_before=before)

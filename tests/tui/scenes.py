@@ -159,3 +159,24 @@ def saved_profiles(root: object) -> None:
     ):
         store.save(Profile(name=name, model=model, flags=flags))
         os.utime(store.path(name), (1793000000, 1793000000))
+
+
+EXAMPLES_SHOWN_AT = "/opt/sglaunch/examples"
+
+
+def shown_model_path(source: str, env: object = None) -> str:
+    """A bundled example's folder as the screens show it, wherever the checkout is.
+
+    Snapshots and screenshots must not depend on where the repository was cloned: the
+    launch pane shows the real folder, so the scenes pin where it seems to be.
+    """
+    if source.startswith("example:"):
+        return f"{EXAMPLES_SHOWN_AT}/{source.removeprefix('example:')}"
+    return source
+
+
+def pin_paths(setattr: object) -> None:
+    """Apply `shown_model_path` with `setattr(target, name, value)` (pytest's monkeypatch)."""
+    import sglaunch.session
+
+    setattr(sglaunch.session, "model_path_for_sglang", shown_model_path)  # type: ignore[operator]

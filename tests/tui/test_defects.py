@@ -410,3 +410,27 @@ async def test_one_flag_is_one_flag() -> None:
             app, pilot, "python -m sglang.launch_server --model-path example:minicpm-sala --tp 2"
         )
         assert "loaded 1 flag from the launch line" in notes(app)
+
+
+class EchoingOracle(FakeOracle):
+    """sglang reporting a secret field as changed, and echoing it in an override."""
+
+    def resolve(self, argv, env, gpu):  # type: ignore[no-untyped-def]
+        from dataclasses import replace
+
+        answer = super().resolve(argv, env, gpu)
+        changed = {**answer.changed, "api_key": (None, "sk-TOPSECRET-1")}
+        return replace(answer, changed=changed)
+
+
+async def test_a_typed_secret_never_shows_in_the_resolved_view_or_the_findings() -> None:
+    app = make_app(oracle=EchoingOracle(), gpu_spec="H100x8", argv=["--api-key", "sk-TOPSECRET-1"])
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle_app(app, pilot)
+        assert app.verdict.answer is not None and app.verdict.answer.resolved is not None
+        assert app.verdict.answer.resolved.get("api_key") == "sk-TOPSECRET-1"  # sglang's view
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        assert isinstance(app.screen, ResolvedScreen)
+        assert "sk-TOPSECRET-1" not in repr(app.screen.rows())
+        assert "sk-TOPSECRET-1" not in plain(app.main.query_one(FindingsPanel))

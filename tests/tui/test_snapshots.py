@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.fakes.oracle import FakeOracle
 from tests.tui.conftest import make_app
 from tests.tui.scenes import (
@@ -14,11 +16,17 @@ from tests.tui.scenes import (
     monitor_ready,
     open_card,
     paste,
+    pin_paths,
     profiles_picker,
     resolved_view,
     saved_profiles,
     settle,
 )
+
+
+@pytest.fixture(autouse=True)
+def _paths_wherever_the_checkout_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    pin_paths(monkeypatch.setattr)
 
 
 def test_main_screen(snap_compare) -> None:  # type: ignore[no-untyped-def]

@@ -286,6 +286,22 @@ class ResolvedView:
 
 
 def resolved_view(session: LaunchSession, verdict: Verdict, tiers: TwoTier) -> ResolvedView:
+    """What ctrl+r shows, secrets masked (sglang resolves a typed-in key to its value)."""
+    from dataclasses import replace
+
+    from sglaunch.secrets import mask_json, mask_text, secret_values
+
+    view = _resolved_view(session, verdict, tiers)
+    values = secret_values(session.argv(), session.schema)
+    changes = mask_json({k: list(v) for k, v in view.changes.items()}, values, session.schema)
+    return replace(
+        view,
+        changes={k: (v[0], v[1]) for k, v in changes.items()},
+        verdict=mask_text(view.verdict, values, session.schema),
+    )
+
+
+def _resolved_view(session: LaunchSession, verdict: Verdict, tiers: TwoTier) -> ResolvedView:
     answer = verdict.answer
     explicit = frozenset(session.flags)
     builtin = dict(verdict.builtin.changes)

@@ -7,7 +7,7 @@ the screen within a frame.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -16,12 +16,13 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
 from sglaunch.flags.schema import FlagSchema
+from sglaunch.secrets import Masker, secret_values
 from sglaunch.session import LaunchSession
 from sglaunch.tui.widgets.findings import FindingsPanel
 from sglaunch.tui.widgets.flag_editor import FlagEditor
 from sglaunch.tui.widgets.panels import CommandPreview, GpuPanel, ModelPanel
 from sglaunch.validators.facts import GpuMode
-from sglaunch.validators.findings import Severity
+from sglaunch.validators.findings import Finding, Severity
 from sglaunch.verdict import Tone, Verdict
 
 TONE_STYLE = {Tone.PENDING: "dim", Tone.OK: "green", Tone.WARN: "yellow", Tone.ERROR: "red"}
@@ -90,6 +91,17 @@ def facts_line(session: LaunchSession) -> Text:
     return Text(" · ".join(parts), style="dim")
 
 
+def shown_findings(session: LaunchSession, verdict: Verdict) -> list[Finding]:
+    """The findings as the screen shows them: a secret sglang echoed back is masked."""
+    values = secret_values(session.argv(), session.schema)
+    if not values:
+        return list(verdict.findings)
+    masker = Masker(values, session.schema, by_position=False)
+    return [
+        replace(f, message=masker(f.message), detail=masker(f.detail)) for f in verdict.findings
+    ]
+
+
 @dataclass
 class _Shown:
     """What the widgets last drew, to skip re-rendering what did not change."""
@@ -137,7 +149,7 @@ class MainScreen(Screen[None]):
         """Every widget from the session and its verdict."""
         findings = self.query_one(FindingsPanel)
         if verdict.findings != self._shown.findings:
-            findings.show(list(verdict.findings))
+            findings.show(shown_findings(session, verdict))
             self._shown.findings = verdict.findings
         flagged = {d for f in verdict.findings if f.severity is Severity.ERROR for d in f.flags}
         self.query_one(FlagEditor).refresh_values(session.flags, flagged)
