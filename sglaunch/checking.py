@@ -18,6 +18,7 @@ from sglaunch.validators.findings import Finding, Severity, sort_findings
 
 if TYPE_CHECKING:  # the oracle client is optional at import time
     from sglaunch.oracle.client import OracleAnswer
+    from sglaunch.versions import FlagFacts
 
 
 def build_input(
@@ -28,7 +29,9 @@ def build_input(
     env: Mapping[str, str],
     schema: FlagSchema,
     issues: Sequence[FlagIssue] = (),
+    sglang_version: str | None = None,
 ) -> CheckInput:
+    """`sglang_version`: the release the verdict is for (default: the schema's)."""
     return CheckInput(
         flags=dict(flags),
         gpu=gpu,
@@ -37,6 +40,7 @@ def build_input(
         defaults=schema.defaults(),
         flag_issues=tuple(issues),
         cli_names=schema.cli_names(),
+        sglang_version=sglang_version or schema.sglang_version,
     )
 
 
@@ -72,11 +76,18 @@ def check_flags(
     gpu: GpuFacts,
     model: ModelFacts | None,
     env: Mapping[str, str],
+    sglang_version: str | None = None,
 ) -> CheckResult:
     """The built-in tier on a launch's flags (argv as sglang would get them)."""
     parsed = parse_argv(argv, schema)
     inp = build_input(
-        parsed.values, gpu=gpu, model=model, env=env, schema=schema, issues=parsed.issues
+        parsed.values,
+        gpu=gpu,
+        model=model,
+        env=env,
+        schema=schema,
+        issues=parsed.issues,
+        sglang_version=sglang_version,
     )
     report = validate(inp)
     return CheckResult(
@@ -181,7 +192,10 @@ def result_json(
     schema: FlagSchema,
     argv: Sequence[str],
     sglang_version: str | None,
+    versions: FlagFacts | None = None,
 ) -> dict[str, Any]:
+    """`versions`: which release the verdict is for and where that came from
+    (`sglang_version` is then the installed one, `rules_version` the rules')."""
     gpu = result.gpu
     model = result.model
     changed = None
@@ -198,6 +212,7 @@ def result_json(
         "ok": result.ok and not result.has_parse_errors,
         "sglang_version": sglang_version,
         "rules_version": schema.sglang_version,
+        **(versions.to_json() if versions is not None else {}),
         "oracle": result.oracle_status,
         "gpu": {
             "mode": str(gpu.mode),

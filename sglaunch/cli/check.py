@@ -16,7 +16,7 @@ from sglaunch.cli.render import Painter, print_findings, summary_line
 from sglaunch.errors import UserError
 from sglaunch.exitcodes import ExitCode
 from sglaunch.flags.launchline import parse_launch_line
-from sglaunch.flags.schema import FlagSchema, bundled_schema
+from sglaunch.flags.schema import FlagSchema
 
 INHERITED_ENV_PREFIXES = ("SGLANG_", "SGL_")
 PARSE_CODES = ("unknown-flag", "ambiguous-flag", "invalid-flag-value")
@@ -56,6 +56,12 @@ def parser() -> Parser:
     )
     p.add_argument(
         "--oracle-timeout", type=float, default=60.0, help="seconds to wait for sglang's verdict"
+    )
+    p.add_argument(
+        "--sglang-version",
+        metavar="V",
+        help="check for this sglang release (0.5.19 to 0.5.23) when none is installed; "
+        "an installed sglang's own version always wins",
     )
     return p
 
@@ -110,6 +116,7 @@ def run(argv: Sequence[str]) -> int:
         env_pairs=args.env,
         sglang_python=args.sglang_python,
         oracle_timeout=args.oracle_timeout,
+        sglang_version=args.sglang_version,
     )
 
 
@@ -123,15 +130,18 @@ def check_command(
     env_pairs: Sequence[str] | None,
     sglang_python: str | None,
     oracle_timeout: float,
+    sglang_version: str | None = None,
     out=None,  # type: ignore[no-untyped-def]
     err=None,  # type: ignore[no-untyped-def]
 ) -> int:
     from sglaunch.facts.gpu import gpu_facts_for
     from sglaunch.facts.model import load_model_facts, model_path_for_sglang
+    from sglaunch.versions import load_flag_facts, parse_named
 
     out = out or sys.stdout
     err = err or sys.stderr
-    schema = _schema(use_oracle, sglang_python)
+    facts = load_flag_facts(sglang_python, parse_named(sglang_version), read_installed=use_oracle)
+    schema, active = facts.schema, facts.active
     sglang_argv, line_env = split_launch(sglang_tokens)
     if any(t == "--config" or t.startswith("--config=") for t in sglang_argv):
         # sglang merges the file into its argv before parsing: check what it will see
@@ -146,15 +156,21 @@ def check_command(
         raise UserError(
             "no model: give --model PATH (a folder, a cached repo id, or example:NAME), or --model-path after --"
         )
-    model_facts = load_model_facts(source)
+    model_facts = load_model_facts(source, sglang_version=active.version)
     sglang_argv = with_model_path(sglang_argv, model_path_for_sglang(source), schema)
     gpu = gpu_facts_for(gpu_spec, env={**os.environ, **env})
 
     t0 = time.perf_counter()
-    result = check_flags(sglang_argv, schema=schema, gpu=gpu, model=model_facts, env=env)
+    result = check_flags(
+        sglang_argv,
+        schema=schema,
+        gpu=gpu,
+        model=model_facts,
+        env=env,
+        sglang_version=active.version,
+    )
     builtin_ms = (time.perf_counter() - t0) * 1000
 
-    sglang_version: str | None = None
     paint = Painter(err)
     if result.has_parse_errors:
         # sglang's parser stops here (exit 2): say just that, one line per flag
@@ -163,22 +179,30 @@ def check_command(
                 print(f"sglaunch: {f.message}", file=err)
         if as_json:
             result.oracle_status = "skipped: sglang's parser would stop at the flag errors first"
-            data = result_json(result, schema=schema, argv=sglang_argv, sglang_version=None)
+            data = result_json(
+                result,
+                schema=schema,
+                argv=sglang_argv,
+                sglang_version=active.installed,
+                versions=facts,
+            )
             out.write(json.dumps(data, indent=2, default=_json_default) + "\n")
             out.flush()
         return int(ExitCode.USAGE)
     print(
         paint.dim(
             f"sglaunch check · {model_facts.architecture} ({source}) · {gpu.status or gpu.describe()}"
+            f" · for {active.label()}"
         ),
         file=err,
     )
+    for line in facts.lines():
+        print(paint(f"! {line}", "33"), file=err)
     if use_oracle:
-        result, sglang_version = _ask_oracle(
-            result, sglang_argv, env, sglang_python, oracle_timeout
-        )
+        result, _answered = _ask_oracle(result, sglang_argv, env, sglang_python, oracle_timeout)
     else:
         result.oracle_status = "skipped (--no-oracle)"
+    sglang_version = active.installed
 
     print_findings(result.findings, schema, err)
     status = f"sglang check: {result.oracle_status}"
@@ -189,21 +213,12 @@ def check_command(
         file=err,
     )
     if as_json:
-        data = result_json(result, schema=schema, argv=sglang_argv, sglang_version=sglang_version)
+        data = result_json(
+            result, schema=schema, argv=sglang_argv, sglang_version=sglang_version, versions=facts
+        )
         out.write(json.dumps(data, indent=2, default=_json_default) + "\n")
         out.flush()
     return int(ExitCode.VALIDATION if result.errors else ExitCode.OK)
-
-
-def _schema(use_oracle: bool, sglang_python: str | None) -> FlagSchema:
-    """The installed sglang's own flags (cached per interpreter) when it can be asked, else the bundled facts."""
-    if not use_oracle:
-        return bundled_schema()
-    try:
-        from sglaunch.oracle.schema_cache import load_flag_schema
-    except ImportError:  # pragma: no cover - the oracle ships with sglaunch
-        return bundled_schema()
-    return load_flag_schema(sglang_python).schema
 
 
 def _ask_oracle(

@@ -2,7 +2,7 @@
 
 Order: an explicit path (`--sglang-python`), then `SGLAUNCH_SGLANG_PYTHON`, then
 this interpreter when it has sglang (found, never imported: importing it here
-would load torch into sglaunch), then the environment `sglaunch oracle setup`
+would load torch into sglaunch), then the newest environment `sglaunch oracle setup`
 manages, then none.
 """
 
@@ -30,11 +30,22 @@ class SglangPython:
     reason: str = ""
 
 
-def managed_env_dir() -> Path:
-    """Where `sglaunch oracle setup` puts its CPU-only sglang environment."""
+def managed_env_dir(version: str = SGLANG_VERSION) -> Path:
+    """Where `sglaunch oracle setup [--version V]` puts its CPU-only sglang environment."""
     from sglaunch.paths import data_dir
 
-    return data_dir() / f"sglang-cpu-{SGLANG_VERSION}"
+    return data_dir() / f"sglang-cpu-{version}"
+
+
+def managed_python() -> Path | None:
+    """The newest release's managed environment that exists."""
+    from sglaunch.validators.versions import SUPPORTED
+
+    for version in reversed(SUPPORTED):
+        python = venv_python(managed_env_dir(version))
+        if _usable(str(python)):
+            return python
+    return None
 
 
 def venv_python(env_dir: Path) -> Path:
@@ -68,8 +79,8 @@ def find_sglang_python(explicit: str | None = None) -> SglangPython:
         here = False
     if here:
         return SglangPython(sys.executable, "current")
-    managed = venv_python(managed_env_dir())
-    if _usable(str(managed)):
+    managed = managed_python()
+    if managed is not None:
         return SglangPython(str(managed), "managed")
     return SglangPython(None, "none", NOT_INSTALLED)
 
