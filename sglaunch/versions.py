@@ -121,9 +121,8 @@ def parse_named(text: str | None, *, what: str = "--sglang-version") -> str | No
     if text is None or not str(text).strip():
         return None
     given = str(text).strip()
-    for v in SUPPORTED:
-        if key(v) == key(given) and len(key(given)) == 3:
-            return v
+    if given.lstrip("vV") in SUPPORTED:
+        return given.lstrip("vV")
     raise UserError(
         f"{what} {given}: sglaunch has rules for sglang {SUPPORTED_RANGE}; name one of "
         f"{', '.join(SUPPORTED)} (an installed sglang's own version is used whatever is named)"
@@ -219,6 +218,10 @@ class FlagFacts:
         if self.schema_failed:
             out.append(self.schema_note)
         return out
+
+    def summary(self) -> str:
+        """'sglang 0.5.21 (installed) · 512 flags': a flag panel's title."""
+        return f"{self.active.label()} · {len(self.schema)} flags"
 
     def to_json(self) -> dict[str, Any]:
         return {

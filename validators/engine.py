@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sglaunch.validators.facts import CheckInput
-from sglaunch.validators.findings import Finding, Override, Severity, sort_findings
+from sglaunch.validators.findings import Finding, Fix, Override, Severity, sort_findings
 from sglaunch.validators.sourcelines import ref_at
 from sglaunch.validators.versions import in_span, span_text
 
@@ -169,7 +169,7 @@ def override_finding(
     why: str,
     *,
     ref: str,
-    fixes: tuple = (),
+    fixes: tuple[Fix, ...] = (),
 ) -> Finding:
     """The standard wording for a silent change: 'sglang will set X=V (you left it unset)'."""
     asked = inp.flags.get(dest)

@@ -14,11 +14,10 @@ import sys
 from dataclasses import replace
 from typing import Any, TextIO
 
-from sglaunch import SGLANG_VERSION
 from sglaunch.cli.render import Painter, print_findings, summary_line
 from sglaunch.errors import UserError
 from sglaunch.exitcodes import ExitCode
-from sglaunch.flags.schema import FlagSchema, bundled_schema
+from sglaunch.flags.schema import FlagSchema
 from sglaunch.validators.facts import GpuMode
 from sglaunch.validators.findings import Finding, Severity
 
@@ -39,18 +38,24 @@ def run(args: argparse.Namespace, *, err: TextIO | None = None) -> int:
     store = ProfileStore()
     profile = store.load(args.profile)
     python = args.sglang_python or profile.sglang_python
-    schema = _schema(not args.no_oracle, python)
+    facts = _versioned_schema(not args.no_oracle, python, profile, args)
+    schema, active = facts.schema, facts.active
 
     gpu = _gpu_facts(profile, args.gpu)
     _say(
-        f"sglaunch --apply {profile.name} · {profile.model} · {gpu.status or gpu.describe()}",
+        f"sglaunch --apply {profile.name} · {profile.model} · {gpu.status or gpu.describe()}"
+        f" · for {active.label()}",
         err,
         paint,
         "2",
     )
+    for line in facts.lines():
+        _say(f"! {line}", err, paint, "33")
     _warn_drift(profile, gpu, err, paint)
 
     with _Checker(profile, gpu, schema, python, use_oracle=not args.no_oracle) as checker:
+        checker.sglang_version = active.version
+        _say_version_changes(profile, active.version, checker, err, paint)
         findings, answer, oracle_status = checker.check(profile)
         errors = [f for f in findings if f.severity is Severity.ERROR]
         if errors and args.fix:
@@ -85,12 +90,37 @@ def run(args: argparse.Namespace, *, err: TextIO | None = None) -> int:
     return _launch(profile, python, answer, args, err)
 
 
-def _schema(use_oracle: bool, python: str | None) -> FlagSchema:
-    if not use_oracle:
-        return bundled_schema()
-    from sglaunch.oracle.schema_cache import load_flag_schema
+def _versioned_schema(use_oracle: bool, python: str | None, profile: Any, args: Any) -> Any:
+    """The schema and the release to check for: installed, else --sglang-version, else the
+    release the profile was validated with, else the newest (sglaunch.versions)."""
+    from sglaunch.revalidate import profile_named_version
+    from sglaunch.versions import load_flag_facts, parse_named
 
-    return load_flag_schema(python).schema
+    named = parse_named(getattr(args, "sglang_version", None)) or profile_named_version(
+        profile.validated
+    )
+    return load_flag_facts(python, named, read_installed=use_oracle)
+
+
+def _say_version_changes(
+    profile: Any, version: str, checker: _Checker, err: TextIO, paint: Painter
+) -> None:
+    """What differs for this launch between the release it was validated with and this one."""
+    from sglaunch.profiles import sglang_argv
+    from sglaunch.revalidate import describe, version_changes
+
+    v = profile.validated
+    argv = sglang_argv(profile, schema=checker.schema, model_path=checker.model_path)
+    change = version_changes(
+        v.sglang_version if v else None,
+        version,
+        argv,
+        gpu=checker.gpu,
+        model=checker.model,
+        env=checker.env,
+    )
+    for line in describe(change):
+        _say(f"! {line}" if not line.startswith("  ") else line, err, paint, "33")
 
 
 def _gpu_facts(profile: Any, spec: str | None) -> Any:
@@ -111,13 +141,6 @@ def _warn_drift(profile: Any, gpu: Any, err: TextIO, paint: Painter) -> None:
     if v is None:
         _say("! this profile was never validated; checking it now", err, paint, "33")
         return
-    if v.sglang_version and v.sglang_version != SGLANG_VERSION:
-        _say(
-            f"! validated with sglang {v.sglang_version}; sglaunch mirrors sglang {SGLANG_VERSION}",
-            err,
-            paint,
-            "33",
-        )
     names = sorted({d.name for d in gpu.devices})
     if (v.gpu_count and v.gpu_count != gpu.count) or (
         v.gpu_names and sorted(set(v.gpu_names)) != names
@@ -151,6 +174,7 @@ class _Checker:
         self.env = {**inherited_env(os.environ), **dict(env_items(profile))}
         self.gpu = gpu
         self.schema = schema
+        self.sglang_version: str | None = None  # the release to check for (default: schema's)
         self.oracle: Any = None
         self.unavailable = "skipped (--no-oracle)"
         if use_oracle:
@@ -179,7 +203,14 @@ class _Checker:
         from sglaunch.profiles import sglang_argv
 
         argv = sglang_argv(profile, schema=self.schema, model_path=self.model_path)
-        result = check_flags(argv, schema=self.schema, gpu=self.gpu, model=self.model, env=self.env)
+        result = check_flags(
+            argv,
+            schema=self.schema,
+            gpu=self.gpu,
+            model=self.model,
+            env=self.env,
+            sglang_version=self.sglang_version,
+        )
         if self.oracle is None:
             return list(result.findings), None, self.unavailable
         answer = self.oracle.resolve(argv, self.env, self.gpu)

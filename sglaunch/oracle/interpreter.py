@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sglaunch import SGLANG_VERSION
+from sglaunch.validators.versions import key
 
 ENV_VAR = "SGLAUNCH_SGLANG_PYTHON"
 NOT_INSTALLED = "sglang is not installed; run `sglaunch oracle setup`"
@@ -117,4 +118,6 @@ def probe_sglang_version(python: str, timeout: float = 30.0) -> tuple[str | None
     version = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
     if not version:
         return None, f"sglang is not installed in {python}; run `sglaunch oracle setup`"
+    if not key(version) or len(version) > 40:
+        return None, f"{python} did not report an sglang version (it said {version[:40]!r})"
     return version, ""
