@@ -134,7 +134,7 @@ def test_every_release_has_a_cpu_requirement_list(version: str) -> None:
 
 
 def test_setup_refuses_a_release_it_has_no_list_for(tmp_path: Path) -> None:
-    with pytest.raises(setup_env.SetupError, match="choose one of 0.5.19"):
+    with pytest.raises(setup_env.SetupError, match=r"choose one of 0\.5\.19"):
         setup_env.setup(tmp_path / "env", version="0.5.18")
     assert not (tmp_path / "env").exists()
 
