@@ -9,7 +9,7 @@ ALL_RELEASES := 0.5.19 0.5.20 0.5.21 0.5.22
 RELEASE_ENVS := $(foreach v,$(TEST_RELEASES),.venv-sglang-$(v)/.installed)
 RELEASE_PYTHONS := $(foreach v,$(TEST_RELEASES),$(CURDIR)/.venv-sglang-$(v)/bin/python)
 
-.PHONY: run test test-gpu lint format bench screenshots schema clean
+.PHONY: run test test-gpu lint typecheck imports format bench screenshots schema clean
 
 run: $(VENV)/.installed
 	$(VENV)/bin/sglaunch $(ARGS)
@@ -20,6 +20,7 @@ run: $(VENV)/.installed
 test: $(VENV)/.installed $(SGLANG_ENV)/.installed $(RELEASE_ENVS)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(MAKE) --no-print-directory typecheck imports
 	SGLAUNCH_SGLANG_PYTHON=$(CURDIR)/$(SGLANG_ENV)/bin/python \
 	SGLAUNCH_SGLANG_PYTHONS="$(RELEASE_PYTHONS)" $(VENV)/bin/pytest $(PYTEST_ARGS)
 
@@ -30,6 +31,16 @@ test-gpu: $(VENV)/.installed $(SGLANG_ENV)/.installed
 lint:
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+
+# mypy and import-linter read the source by import name: build/src lays it out so
+# (validators/ and tui/ install as sglaunch.validators and sglaunch.tui)
+typecheck: $(VENV)/.installed
+	$(VENV)/bin/python scripts/source_tree.py >/dev/null
+	cd build/src && $(CURDIR)/$(VENV)/bin/mypy --config-file $(CURDIR)/pyproject.toml -p sglaunch
+
+imports: $(VENV)/.installed
+	$(VENV)/bin/python scripts/source_tree.py >/dev/null
+	cd build/src && PYTHONPATH=. $(CURDIR)/$(VENV)/bin/lint-imports --no-cache $(CURDIR)/pyproject.toml
 
 format:
 	$(VENV)/bin/ruff format .

@@ -8,17 +8,22 @@ import shlex
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TextIO
 
-from sglaunch.checking import CheckResult, check_flags, result_json, with_oracle
+from sglaunch.checking import result_json
 from sglaunch.cli.args import Parser, interpreter_path, parse_env_pairs, split_double_dash
 from sglaunch.cli.render import Painter, print_findings, summary_line
 from sglaunch.errors import UserError
 from sglaunch.exitcodes import ExitCode
 from sglaunch.flags.launchline import parse_launch_line
 from sglaunch.flags.schema import FlagSchema
+from sglaunch.session import LaunchSession, inherited_env
+from sglaunch.validators.facts import ModelFacts
+from sglaunch.verdict import OracleClient, TwoTier, Verdict
 
-INHERITED_ENV_PREFIXES = ("SGLANG_", "SGL_")
+if TYPE_CHECKING:
+    from sglaunch.versions import FlagFacts
+
 PARSE_CODES = ("unknown-flag", "ambiguous-flag", "invalid-flag-value")
 
 
@@ -64,10 +69,6 @@ def parser() -> Parser:
         "an installed sglang's own version always wins",
     )
     return p
-
-
-def inherited_env(environ: Mapping[str, str]) -> dict[str, str]:
-    return {k: v for k, v in environ.items() if k.startswith(INHERITED_ENV_PREFIXES)}
 
 
 def split_launch(tokens: list[str]) -> tuple[list[str], dict[str, str]]:
@@ -131,15 +132,15 @@ def check_command(
     sglang_python: str | None,
     oracle_timeout: float,
     sglang_version: str | None = None,
-    out=None,  # type: ignore[no-untyped-def]
-    err=None,  # type: ignore[no-untyped-def]
+    out: TextIO | None = None,
+    err: TextIO | None = None,
 ) -> int:
-    from sglaunch.facts.gpu import gpu_facts_for
     from sglaunch.facts.model import load_model_facts, model_path_for_sglang
     from sglaunch.versions import load_flag_facts, parse_named
 
     out = out or sys.stdout
     err = err or sys.stderr
+    # which sglang release the verdict is for, and its flags (sglaunch/versions.py)
     facts = load_flag_facts(sglang_python, parse_named(sglang_version), read_installed=use_oracle)
     schema, active = facts.schema, facts.active
     sglang_argv, line_env = split_launch(sglang_tokens)
@@ -149,7 +150,7 @@ def check_command(
         from sglaunch.profiles.sglang_yaml import expand_config
 
         sglang_argv = expand_config(sglang_argv, schema=schema)
-    env = {**inherited_env(os.environ), **line_env, **parse_env_pairs(env_pairs)}
+    env = {**line_env, **parse_env_pairs(env_pairs)}
 
     source = model or model_from_argv(sglang_argv, schema)
     if not source:
@@ -158,92 +159,94 @@ def check_command(
         )
     model_facts = load_model_facts(source, sglang_version=active.version)
     sglang_argv = with_model_path(sglang_argv, model_path_for_sglang(source), schema)
-    gpu = gpu_facts_for(gpu_spec, env={**os.environ, **env})
 
+    session = checked_session(schema, sglang_argv, env, source, model_facts, gpu_spec)
+    session.sglang_version = active.version
     t0 = time.perf_counter()
-    result = check_flags(
-        sglang_argv,
-        schema=schema,
-        gpu=gpu,
-        model=model_facts,
-        env=env,
-        sglang_version=active.version,
-    )
+    session.validate()  # timed on its own: what one re-check costs
     builtin_ms = (time.perf_counter() - t0) * 1000
-
+    tiers = TwoTier(_oracle(sglang_python, oracle_timeout) if use_oracle else None)
+    if not use_oracle:
+        tiers.switch_off("skipped (--no-oracle)")
+    gpu = session.gpu
     paint = Painter(err)
-    if result.has_parse_errors:
-        # sglang's parser stops here (exit 2): say just that, one line per flag
-        for f in result.findings:
-            if f.code in PARSE_CODES:
-                print(f"sglaunch: {f.message}", file=err)
-        if as_json:
-            result.oracle_status = "skipped: sglang's parser would stop at the flag errors first"
-            data = result_json(
-                result,
-                schema=schema,
-                argv=sglang_argv,
-                sglang_version=active.installed,
-                versions=facts,
-            )
-            out.write(json.dumps(data, indent=2, default=_json_default) + "\n")
-            out.flush()
-        return int(ExitCode.USAGE)
+    try:
+        if session.issues:
+            # sglang's parser stops here (exit 2): say just that, one line per flag
+            for f in session.report.findings:
+                if f.code in PARSE_CODES:
+                    print(f"sglaunch: {f.message}", file=err)
+            if as_json:
+                _print_json(
+                    out, tiers.verdict(session), session, sglang_argv, active.installed, facts
+                )
+            return int(ExitCode.USAGE)
+        print(
+            paint.dim(
+                f"sglaunch check · {model_facts.architecture} ({source}) · {gpu.status or gpu.describe()}"
+                f" · for {active.label()}"
+            ),
+            file=err,
+        )
+        for line in facts.lines():
+            print(paint(f"! {line}", "33"), file=err)
+        verdict = tiers.check(session)
+    finally:
+        tiers.close()
+    print_findings(list(verdict.findings), schema, err)
+    status = f"sglang check: {verdict.oracle_status}"
     print(
         paint.dim(
-            f"sglaunch check · {model_facts.architecture} ({source}) · {gpu.status or gpu.describe()}"
-            f" · for {active.label()}"
-        ),
-        file=err,
-    )
-    for line in facts.lines():
-        print(paint(f"! {line}", "33"), file=err)
-    if use_oracle:
-        result, _answered = _ask_oracle(result, sglang_argv, env, sglang_python, oracle_timeout)
-    else:
-        result.oracle_status = "skipped (--no-oracle)"
-    sglang_version = active.installed
-
-    print_findings(result.findings, schema, err)
-    status = f"sglang check: {result.oracle_status}"
-    print(
-        paint.dim(
-            f"{summary_line(result.findings)} · built-in rules {builtin_ms:.1f} ms · {status}"
+            f"{summary_line(list(verdict.findings))} · built-in rules {builtin_ms:.1f} ms · {status}"
         ),
         file=err,
     )
     if as_json:
-        data = result_json(
-            result, schema=schema, argv=sglang_argv, sglang_version=sglang_version, versions=facts
-        )
-        out.write(json.dumps(data, indent=2, default=_json_default) + "\n")
-        out.flush()
-    return int(ExitCode.VALIDATION if result.errors else ExitCode.OK)
+        _print_json(out, verdict, session, sglang_argv, active.installed, facts)
+    return int(ExitCode.VALIDATION if verdict.errors else ExitCode.OK)
 
 
-def _ask_oracle(
-    result: CheckResult,
-    argv: list[str],
-    env: dict[str, str],
-    sglang_python: str | None,
-    timeout: float,
-) -> tuple[CheckResult, str | None]:
-    try:
-        from sglaunch.oracle.client import Oracle
-        from sglaunch.oracle.findings import oracle_findings
-    except ImportError as exc:  # pragma: no cover - the oracle ships with sglaunch
-        result.oracle_status = f"unavailable: {exc}"
-        return result, None
-    oracle = Oracle(python=sglang_python, timeout=timeout)
-    try:
-        status = oracle.start()
-        if not status.available:
-            result.oracle_status = f"unavailable: {status.reason}"
-            return result, None
-        answer = oracle.resolve(argv, env, result.gpu)
-    finally:
-        oracle.close()
-    return with_oracle(result, answer, oracle_findings(answer)), answer.sglang_version
+def checked_session(
+    schema: FlagSchema,
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    source: str,
+    facts: ModelFacts,
+    gpu_spec: str | None,
+) -> LaunchSession:
+    """The launch as a session: the flags, the model's facts, and the GPUs to check for."""
+    from sglaunch.facts.gpu import probe_gpus
+
+    session = LaunchSession(schema, inherited=inherited_env(os.environ))
+    session.load_argv(argv, env)
+    session.request_model(source)
+    session.model_loaded(source, facts)
+    if gpu_spec:
+        session.choose_preset(gpu_spec)
+    else:
+        session.set_probed(probe_gpus(env={**os.environ, **session.environment()}))
+    return session
+
+
+def _print_json(
+    out: TextIO,
+    verdict: Verdict,
+    session: LaunchSession,
+    argv: Sequence[str],
+    sglang_version: str | None,
+    versions: FlagFacts | None = None,
+) -> None:
+    data = result_json(
+        verdict, session, argv=argv, sglang_version=sglang_version, versions=versions
+    )
+    out.write(json.dumps(data, indent=2, default=_json_default) + "\n")
+    out.flush()
+
+
+def _oracle(sglang_python: str | None, timeout: float) -> OracleClient:
+    from sglaunch.oracle.client import Oracle
+
+    return Oracle(python=sglang_python, timeout=timeout)
 
 
 def _json_default(value: Any) -> Any:

@@ -257,3 +257,11 @@ def test_what_changes_between_two_releases() -> None:
     assert same is not None and same.same
     assert version_changes(None, "0.5.23", argv, gpu=gpu, model=model) is None
     assert version_changes("0.5.23", "0.5.23", argv, gpu=gpu, model=model) is None
+
+
+def test_oracle_setup_names_a_supported_release(capsys: pytest.CaptureFixture[str]) -> None:
+    from sglaunch.cli.main import main
+
+    assert main(["oracle", "setup", "--version", "0.5.18"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("sglaunch: --version 0.5.18: ")
