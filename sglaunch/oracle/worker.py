@@ -547,14 +547,15 @@ def _canary(sglang_version: str | None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="sglaunch-canary-") as tmp:
         with open(os.path.join(tmp, "config.json"), "w", encoding="utf-8") as fh:
             json.dump(CANARY_CONFIG, fh)
-        request = {
-            "argv": ["--model-path", tmp, *canary_flags()],
+        flags = canary_flags()
+        request: dict[str, Any] = {
+            "argv": ["--model-path", tmp, *flags],
             "env": {},
             "gpu": CANARY_GPU,
         }
         answer = answer_in_child(request, timeout=120.0)
     error = answer.get("error") or {}
-    answer["canary_argv"] = request["argv"][2:]
+    answer["canary_argv"] = flags
     if error.get("message") == CANARY_ERROR:
         answer["canary_ok"] = True
     else:
