@@ -406,12 +406,12 @@ card(
     "deprecated-dp-attention",
     "--enable-dp-attention is the old spelling of --attn-dp-size",
     what=(
-        "In sglang 0.5.23 attention data parallelism has its own flag, --attn-dp-size N. The old "
+        "From sglang 0.5.22 attention data parallelism has its own flag, --attn-dp-size N. The old "
         "--enable-dp-attention --dp-size N still works: the first resolution step rewrites it to "
         "--attn-dp-size N with --dp-size 1 and prints this deprecation warning. Alone (dp-size 1) "
         "it does nothing."
     ),
-    when="Launch lines from DeepSeek/Qwen MoE recipes written for sglang before 0.5.23.",
+    when="Launch lines from DeepSeek/Qwen MoE recipes written for sglang before 0.5.22 (where this spelling was the only one).",
     solutions=(
         "Write --attn-dp-size N instead of --enable-dp-attention --dp-size N.",
         "Check that the model supports attention DP at all (MiniCPM does not).",
@@ -444,7 +444,7 @@ card(
     "Data-parallel replicas and attention DP cannot be combined",
     what=(
         "--dp-size N runs N independent copies of the model; --attn-dp-size N splits attention "
-        "inside one tensor-parallel group. sglang 0.5.23 supports one or the other, not both."
+        "inside one tensor-parallel group. sglang 0.5.22 and later support one or the other, not both."
     ),
     when="Mixing the new --attn-dp-size with a --dp-size kept from an older line.",
     solutions=(
