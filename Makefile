@@ -2,6 +2,12 @@
 PYTHON ?= python3
 VENV := .venv
 SGLANG_ENV := .venv-sglang
+# The older releases the differential corpus also runs on (sglang 0.5.23 is SGLANG_ENV);
+# each is its own CPU environment, built once (~70 s) and cached like SGLANG_ENV.
+TEST_RELEASES := 0.5.19 0.5.21
+ALL_RELEASES := 0.5.19 0.5.20 0.5.21 0.5.22
+RELEASE_ENVS := $(foreach v,$(TEST_RELEASES),.venv-sglang-$(v)/.installed)
+RELEASE_PYTHONS := $(foreach v,$(TEST_RELEASES),$(CURDIR)/.venv-sglang-$(v)/bin/python)
 
 .PHONY: run test test-gpu lint typecheck imports format bench screenshots schema clean
 
@@ -9,12 +15,14 @@ run: $(VENV)/.installed
 	$(VENV)/bin/sglaunch $(ARGS)
 
 # The oracle tests run sglang's real resolution, so the test target builds the
-# CPU sglang environment (torch 2.13 CPU + sglang 0.5.23, ~1.5 GB, about a minute).
-test: $(VENV)/.installed $(SGLANG_ENV)/.installed
+# CPU sglang environments (torch 2.13 CPU + sglang 0.5.23, and 0.5.19 and 0.5.21 for
+# the differential corpus; ~1.5 GB and about a minute each, once).
+test: $(VENV)/.installed $(SGLANG_ENV)/.installed $(RELEASE_ENVS)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(MAKE) --no-print-directory typecheck imports
-	SGLAUNCH_SGLANG_PYTHON=$(CURDIR)/$(SGLANG_ENV)/bin/python $(VENV)/bin/pytest $(PYTEST_ARGS)
+	SGLAUNCH_SGLANG_PYTHON=$(CURDIR)/$(SGLANG_ENV)/bin/python \
+	SGLAUNCH_SGLANG_PYTHONS="$(RELEASE_PYTHONS)" $(VENV)/bin/pytest $(PYTEST_ARGS)
 
 # On a machine with an NVIDIA GPU: the tests marked `gpu` (they fail, not skip, without one).
 test-gpu: $(VENV)/.installed $(SGLANG_ENV)/.installed
@@ -47,10 +55,18 @@ bench: $(VENV)/.installed $(SGLANG_ENV)/.installed
 screenshots: $(VENV)/.installed
 	$(VENV)/bin/python scripts/make_screenshots.py
 
-# Regenerate the bundled facts (flag schema, model types) from the CPU sglang environment.
-schema: $(SGLANG_ENV)/.installed
+# Regenerate the bundled facts (flag schema, model types) of every supported release from
+# its CPU sglang environment, and where each release has the lines the rules cite.
+schema: $(SGLANG_ENV)/.installed $(foreach v,$(ALL_RELEASES),.venv-sglang-$(v)/.installed)
 	$(SGLANG_ENV)/bin/python sglaunch/flags/extract.py --no-help -o sglaunch/flags/data/schema-0.5.23.json
 	$(SGLANG_ENV)/bin/python sglaunch/facts/extract_model_types.py -o sglaunch/facts/data/model-types-0.5.23.json
+	for v in $(ALL_RELEASES); do \
+		.venv-sglang-$$v/bin/python sglaunch/flags/extract.py --no-help -o sglaunch/flags/data/schema-$$v.json && \
+		.venv-sglang-$$v/bin/python sglaunch/facts/extract_model_types.py -o sglaunch/facts/data/model-types-$$v.json || exit 1; \
+	done
+	$(VENV)/bin/python scripts/sglang_lines.py -o validators/sourcelines_table.py \
+		--src 0.5.23=$$($(SGLANG_ENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') \
+		$(foreach v,$(ALL_RELEASES),--src $(v)=$$(.venv-sglang-$(v)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'))
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -65,5 +81,11 @@ $(SGLANG_ENV)/.installed: $(VENV)/.installed sglaunch/oracle/sglang-cpu.txt
 		$(if $(TORCH_INDEX_URL),--torch-index-url $(TORCH_INDEX_URL))
 	touch $@
 
+# One older release's CPU environment: make .venv-sglang-0.5.20/.installed
+.venv-sglang-%/.installed: $(VENV)/.installed sglaunch/oracle/sglang-cpu.txt sglaunch/oracle/sglang-cpu-%.txt
+	$(VENV)/bin/python -m sglaunch.oracle.setup_env --version $* --dir .venv-sglang-$* \
+		$(if $(TORCH_INDEX_URL),--torch-index-url $(TORCH_INDEX_URL))
+	touch $@
+
 clean:
-	rm -rf $(VENV) $(SGLANG_ENV) build dist *.egg-info
+	rm -rf $(VENV) $(SGLANG_ENV) .venv-sglang-* build dist *.egg-info

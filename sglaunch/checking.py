@@ -19,6 +19,7 @@ from sglaunch.validators.findings import Finding
 if TYPE_CHECKING:
     from sglaunch.session import LaunchSession
     from sglaunch.verdict import Verdict
+    from sglaunch.versions import FlagFacts
 
 
 def build_input(
@@ -29,7 +30,9 @@ def build_input(
     env: Mapping[str, str],
     schema: FlagSchema,
     issues: Sequence[FlagIssue] = (),
+    sglang_version: str | None = None,
 ) -> CheckInput:
+    """`sglang_version`: the release the verdict is for (default: the schema's)."""
     return CheckInput(
         flags=dict(flags),
         gpu=gpu,
@@ -38,6 +41,7 @@ def build_input(
         defaults=schema.defaults(),
         flag_issues=tuple(issues),
         cli_names=schema.cli_names(),
+        sglang_version=sglang_version or schema.sglang_version,
     )
 
 
@@ -61,10 +65,17 @@ def check_flags(
     gpu: GpuFacts,
     model: ModelFacts | None,
     env: Mapping[str, str],
+    sglang_version: str | None = None,
 ) -> BuiltinCheck:
     parsed = parse_argv(list(argv), schema)
     inp = build_input(
-        parsed.values, gpu=gpu, model=model, env=env, schema=schema, issues=parsed.issues
+        parsed.values,
+        gpu=gpu,
+        model=model,
+        env=env,
+        schema=schema,
+        issues=parsed.issues,
+        sglang_version=sglang_version,
     )
     return BuiltinCheck(flags=dict(parsed.values), parsed=parsed, builtin=validate(inp))
 
@@ -87,8 +98,12 @@ def result_json(
     *,
     argv: Sequence[str],
     sglang_version: str | None,
+    versions: FlagFacts | None = None,
 ) -> dict[str, Any]:
-    """`check --json`'s one object (DESIGN.md, "Headless interface")."""
+    """`check --json`'s one object (DESIGN.md, "Headless interface").
+
+    `versions`: which release the verdict is for and where that came from
+    (`sglang_version` is then the installed one, `rules_version` the rules')."""
     schema = session.schema
     gpu = session.gpu
     model = session.model
@@ -106,6 +121,7 @@ def result_json(
         "ok": verdict.ok and not session.issues,
         "sglang_version": sglang_version,
         "rules_version": schema.sglang_version,
+        **(versions.to_json() if versions is not None else {}),
         "oracle": verdict.oracle_status,
         "gpu": {
             "mode": str(gpu.mode),

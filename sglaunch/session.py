@@ -130,6 +130,8 @@ class LaunchSession:
         self.model_pending: str | None = None  # asked for, not loaded yet
         self.model_error: str | None = None
         self.issues: list[FlagIssue] = []
+        # the sglang release the verdict is for (sglaunch/versions.py); None: the schema's
+        self.sglang_version: str | None = None
         self.profile: Profile | None = None  # as loaded or last saved: its revision guards saves
         self._saved: Snapshot | None = None
         self.revision = 0  # bumped on every change; stale oracle answers are compared against it
@@ -204,6 +206,7 @@ class LaunchSession:
             env=self.check_env(),
             schema=self.schema,
             issues=self.issues,
+            sglang_version=self.sglang_version,
         )
 
     def validate(self) -> Report:

@@ -113,6 +113,27 @@ def _install_triton_mock(stubs) -> None:  # type: ignore[no-untyped-def]
         raise ImportError("sglang's triton mock did not install")
 
 
+def _register_configs_over_transformers() -> None:
+    """sglang 0.5.19 registers its own `qwen3_asr` config without `exist_ok`; the
+    transformers this environment pins (5.19.0, the one that imports beside the CPU
+    torch) ships that type, so the registration raises and no config loads. 0.5.20
+    passes `exist_ok=True` itself: default it to True, which changes only a call
+    that would otherwise fail."""
+    try:
+        from transformers import AutoConfig
+    except Exception:
+        return
+    original = AutoConfig.register
+    if getattr(original, "_sglaunch_exist_ok", False):
+        return
+
+    def register(model_type, config, exist_ok=True):  # type: ignore[no-untyped-def]
+        return original(model_type, config, exist_ok=exist_ok)
+
+    register._sglaunch_exist_ok = True  # type: ignore[attr-defined]
+    AutoConfig.register = staticmethod(register)  # type: ignore[method-assign]
+
+
 def prepare() -> None:
     """Install the import shims. Idempotent; call before the first `import sglang`."""
     if getattr(sys, "_sglaunch_prepared", False):
@@ -127,6 +148,7 @@ def prepare() -> None:
             _install_torchvision_mock(stubs)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    _register_configs_over_transformers()
     sys._sglaunch_prepared = True  # type: ignore[attr-defined]
 
 

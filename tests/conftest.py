@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from sglaunch.facts.presets import parse_gpu_spec
 from sglaunch.flags.argv import parse_argv
 from sglaunch.flags.schema import bundled_schema
 from sglaunch.validators.engine import Report, validate
-from sglaunch.validators.facts import CheckInput
+from sglaunch.validators.facts import CheckInput, ModelFacts
 
 DATA = Path(__file__).parent / "data"
 MODELS = DATA / "models"
@@ -23,17 +24,28 @@ def model_dir(name: str) -> Path:
     return MODELS / name
 
 
+@functools.cache
+def _model_facts(source: str, version: str | None) -> ModelFacts:
+    # frozen facts: one read per model and release serves every case of a table
+    return load_model_facts(source, sglang_version=version)
+
+
 def make_input(
-    model: str | None, argv: list[str], gpu: str = "H100x8", env: dict[str, str] | None = None
+    model: str | None,
+    argv: list[str],
+    gpu: str = "H100x8",
+    env: dict[str, str] | None = None,
+    version: str | None = None,
 ) -> CheckInput:
-    schema = bundled_schema()
+    """The check the CLI would build, for `version`'s bundled schema and rules (default: the newest)."""
+    schema = bundled_schema(version)
     parsed = parse_argv(argv, schema)
     facts = None
     if model is not None:
         source = (
             model if model.startswith("example:") or os.path.isabs(model) else str(model_dir(model))
         )
-        facts = load_model_facts(source)
+        facts = _model_facts(source, version)
     return build_input(
         parsed.values,
         gpu=parse_gpu_spec(gpu),
@@ -41,13 +53,18 @@ def make_input(
         env=env or {},
         schema=schema,
         issues=parsed.issues,
+        sglang_version=version,
     )
 
 
 def run_rules(
-    model: str | None, argv: list[str], gpu: str = "H100x8", env: dict[str, str] | None = None
+    model: str | None,
+    argv: list[str],
+    gpu: str = "H100x8",
+    env: dict[str, str] | None = None,
+    version: str | None = None,
 ) -> Report:
-    return validate(make_input(model, argv, gpu, env))
+    return validate(make_input(model, argv, gpu, env, version))
 
 
 @pytest.fixture(autouse=True)

@@ -10,12 +10,14 @@ explicit list in `registry.py`, never discovered. Like sglang's own
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sglaunch.validators.facts import CheckInput
 from sglaunch.validators.findings import Finding, Fix, Override, Severity, sort_findings
 from sglaunch.validators.fixes import vet_fixes
+from sglaunch.validators.sourcelines import ref_at
+from sglaunch.validators.versions import in_span, span_text
 
 RuleFunc = Callable[[CheckInput], Iterable[Finding]]
 
@@ -35,8 +37,24 @@ class Rule:
     mirrors: str
     ref: str
     architectures: frozenset[str] | None = None
+    # the sglang releases that have this rule (None: open on that side)
+    since: str | None = None
+    until: str | None = None
+
+    def exists_in(self, version: str | None) -> bool:
+        return in_span(version, self.since, self.until)
+
+    @property
+    def span(self) -> str:
+        return span_text(self.since, self.until)
+
+    def ref_for(self, version: str | None) -> str:
+        """`ref` with the line numbers of that release's source."""
+        return ref_at(self.ref, version)
 
     def applies_to(self, inp: CheckInput) -> bool:
+        if not self.exists_in(inp.sglang_version):
+            return False
         if self.architectures is None:
             return True
         return inp.model is not None and inp.model.architecture in self.architectures
@@ -52,6 +70,8 @@ def rule(
     mirrors: str,
     ref: str,
     architectures: Iterable[str] | None = None,
+    since: str | None = None,
+    until: str | None = None,
 ) -> Callable[[RuleFunc], RuleFunc]:
     if mirrors not in MIRRORS:
         raise ValueError(f"rule {code}: mirrors must be one of {MIRRORS}")
@@ -66,6 +86,8 @@ def rule(
             mirrors=mirrors,
             ref=ref,
             architectures=frozenset(architectures) if architectures is not None else None,
+            since=since,
+            until=until,
         )
         return func
 
@@ -127,6 +149,12 @@ def run_rules(inp: CheckInput, rules: Iterable[Rule] | None = None) -> list[Find
                     "its verdict is missing — please report this",
                 )
             )
+    version = inp.sglang_version
+    if version:
+        # the rules write 0.5.23's line numbers; the finding names its own release's
+        findings = [
+            f if (ref := ref_at(f.ref, version)) == f.ref else replace(f, ref=ref) for f in findings
+        ]
     return sort_findings(findings)
 
 

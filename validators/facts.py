@@ -12,6 +12,8 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
+from sglaunch.validators.versions import semantics
+
 GIB = 1024**3
 
 
@@ -220,7 +222,9 @@ class ModelFacts:
 
 
 # sglang 0.5.23 defaults for the flags the built-in rules read, used when the
-# caller gives no schema defaults (tests, the bare rule engine).
+# caller gives no schema defaults (tests, the bare rule engine). The flags an
+# older release lacks (attn_dp_size before 0.5.22) keep the value that means
+# "off", which is what that release does.
 FALLBACK_DEFAULTS: Mapping[str, Any] = MappingProxyType(
     {
         "tp_size": 1,
@@ -261,6 +265,14 @@ class CheckInput:
     flag_issues: tuple[FlagIssue, ...] = ()
     # CLI spelling per dest, for messages ("tp_size" -> "--tp-size")
     cli_names: Mapping[str, str] = field(default_factory=dict)
+    # The sglang release the verdict is for (validators/versions.py); its rules
+    # and their semantics follow it. "" means the newest supported release.
+    sglang_version: str = ""
+
+    @property
+    def release(self) -> str:
+        """The supported release whose semantics the rules use for this check."""
+        return semantics(self.sglang_version)
 
     def is_set(self, dest: str) -> bool:
         return dest in self.flags

@@ -18,12 +18,11 @@ import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TextIO
 
-from sglaunch import SGLANG_VERSION
 from sglaunch.checking import findings_json
 from sglaunch.cli.render import Painter, print_findings, summary_line
 from sglaunch.errors import UserError
 from sglaunch.exitcodes import ExitCode
-from sglaunch.flags.schema import FlagSchema, bundled_schema
+from sglaunch.flags.schema import FlagSchema
 from sglaunch.session import LaunchSession, inherited_env
 from sglaunch.validators.facts import GpuFacts, GpuMode
 from sglaunch.validators.findings import Severity
@@ -61,15 +60,21 @@ def run(args: argparse.Namespace, *, err: TextIO | None = None) -> int:
     store = ProfileStore()
     profile = store.load(args.profile)
     python = args.sglang_python or profile.sglang_python
-    schema = _schema(not args.no_oracle, python)
-    session = _session(profile, schema, python)
+    facts = _versioned_schema(not args.no_oracle, python, profile, args)
+    schema, active = facts.schema, facts.active
+    session = _session(profile, schema, python, active.version)
     # a secret whose variable is unset stops the launch: say so before any findings
     session.launch_spec(os.environ)
     gpu = _choose_gpus(session, profile, args.gpu, out)
     out.say(
-        f"sglaunch --apply {profile.name} · {profile.model} · {gpu.status or gpu.describe()}", "2"
+        f"sglaunch --apply {profile.name} · {profile.model} · {gpu.status or gpu.describe()}"
+        f" · for {active.label()}",
+        "2",
     )
+    for line in facts.lines():
+        out.say(f"! {line}", "33")
     _warn_drift(profile, gpu, out)
+    _say_version_changes(profile, session, out)
 
     tiers = TwoTier(_oracle(python) if not args.no_oracle else None)
     if args.no_oracle:
@@ -109,7 +114,9 @@ def run(args: argparse.Namespace, *, err: TextIO | None = None) -> int:
     return _launch(session, verdict, args, out.err)
 
 
-def _session(profile: Profile, schema: FlagSchema, python: str | None) -> LaunchSession:
+def _session(
+    profile: Profile, schema: FlagSchema, python: str | None, version: str | None = None
+) -> LaunchSession:
     from sglaunch.facts.model import load_model_facts
     from sglaunch.oracle.interpreter import find_sglang_python
 
@@ -123,8 +130,9 @@ def _session(profile: Profile, schema: FlagSchema, python: str | None) -> Launch
     session = LaunchSession.from_profile(
         profile, schema, default_python=launch_python, inherited=inherited_env(os.environ)
     )
+    session.sglang_version = version
     try:
-        facts = load_model_facts(profile.model)
+        facts = load_model_facts(profile.model, sglang_version=version)
     except UserError as exc:
         raise UserError(f"profile '{profile.name}': {exc.message}", exc.code) from None
     session.model_loaded(profile.model, facts)
@@ -151,12 +159,33 @@ def _choose_gpus(session: LaunchSession, profile: Profile, spec: str | None, out
     return session.gpu
 
 
-def _schema(use_oracle: bool, python: str | None) -> FlagSchema:
-    if not use_oracle:
-        return bundled_schema()
-    from sglaunch.oracle.schema_cache import load_flag_schema
+def _versioned_schema(use_oracle: bool, python: str | None, profile: Profile, args: Any) -> Any:
+    """The schema and the release to check for: installed, else --sglang-version, else the
+    release the profile was validated with, else the newest (sglaunch.versions)."""
+    from sglaunch.revalidate import profile_named_version
+    from sglaunch.versions import load_flag_facts, parse_named
 
-    return load_flag_schema(python).schema
+    named = parse_named(getattr(args, "sglang_version", None)) or profile_named_version(
+        profile.validated
+    )
+    return load_flag_facts(python, named, read_installed=use_oracle)
+
+
+def _say_version_changes(profile: Profile, session: LaunchSession, out: _Out) -> None:
+    """What differs for this launch between the release it was validated with and this one."""
+    from sglaunch.revalidate import describe, version_changes
+
+    v = profile.validated
+    change = version_changes(
+        v.sglang_version if v else None,
+        session.sglang_version or session.schema.sglang_version,
+        session.argv(),
+        gpu=session.gpu,
+        model=session.model,
+        env=session.check_env(),
+    )
+    for line in describe(change):
+        out.say(line if line.startswith("  ") else f"! {line}", "33")
 
 
 def _oracle(python: str | None) -> Any:
@@ -170,11 +199,6 @@ def _warn_drift(profile: Profile, gpu: GpuFacts, out: _Out) -> None:
     if v is None:
         out.say("! this profile was never validated; checking it now", "33")
         return
-    if v.sglang_version and v.sglang_version != SGLANG_VERSION:
-        out.say(
-            f"! validated with sglang {v.sglang_version}; sglaunch mirrors sglang {SGLANG_VERSION}",
-            "33",
-        )
     names = sorted({d.name for d in gpu.devices})
     if (v.gpu_count and v.gpu_count != gpu.count) or (
         v.gpu_names and sorted(set(v.gpu_names)) != names

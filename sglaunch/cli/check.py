@@ -8,7 +8,7 @@ import shlex
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from sglaunch.checking import result_json
 from sglaunch.cli.args import Parser, interpreter_path, parse_env_pairs, split_double_dash
@@ -16,10 +16,13 @@ from sglaunch.cli.render import Painter, print_findings, summary_line
 from sglaunch.errors import UserError
 from sglaunch.exitcodes import ExitCode
 from sglaunch.flags.launchline import parse_launch_line
-from sglaunch.flags.schema import FlagSchema, bundled_schema
+from sglaunch.flags.schema import FlagSchema
 from sglaunch.session import LaunchSession, inherited_env
 from sglaunch.validators.facts import ModelFacts
 from sglaunch.verdict import OracleClient, TwoTier, Verdict
+
+if TYPE_CHECKING:
+    from sglaunch.versions import FlagFacts
 
 PARSE_CODES = ("unknown-flag", "ambiguous-flag", "invalid-flag-value")
 
@@ -58,6 +61,12 @@ def parser() -> Parser:
     )
     p.add_argument(
         "--oracle-timeout", type=float, default=60.0, help="seconds to wait for sglang's verdict"
+    )
+    p.add_argument(
+        "--sglang-version",
+        metavar="V",
+        help="check for this sglang release (0.5.19 to 0.5.23) when none is installed; "
+        "an installed sglang's own version always wins",
     )
     return p
 
@@ -108,6 +117,7 @@ def run(argv: Sequence[str]) -> int:
         env_pairs=args.env,
         sglang_python=args.sglang_python,
         oracle_timeout=args.oracle_timeout,
+        sglang_version=args.sglang_version,
     )
 
 
@@ -121,14 +131,18 @@ def check_command(
     env_pairs: Sequence[str] | None,
     sglang_python: str | None,
     oracle_timeout: float,
+    sglang_version: str | None = None,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
     from sglaunch.facts.model import load_model_facts, model_path_for_sglang
+    from sglaunch.versions import load_flag_facts, parse_named
 
     out = out or sys.stdout
     err = err or sys.stderr
-    schema = _schema(use_oracle, sglang_python)
+    # which sglang release the verdict is for, and its flags (sglaunch/versions.py)
+    facts = load_flag_facts(sglang_python, parse_named(sglang_version), read_installed=use_oracle)
+    schema, active = facts.schema, facts.active
     sglang_argv, line_env = split_launch(sglang_tokens)
     if any(t == "--config" or t.startswith("--config=") for t in sglang_argv):
         # sglang merges the file into its argv before parsing: check what it will see
@@ -143,10 +157,11 @@ def check_command(
         raise UserError(
             "no model: give --model PATH (a folder, a cached repo id, or example:NAME), or --model-path after --"
         )
-    model_facts = load_model_facts(source)
+    model_facts = load_model_facts(source, sglang_version=active.version)
     sglang_argv = with_model_path(sglang_argv, model_path_for_sglang(source), schema)
 
     session = checked_session(schema, sglang_argv, env, source, model_facts, gpu_spec)
+    session.sglang_version = active.version
     t0 = time.perf_counter()
     session.validate()  # timed on its own: what one re-check costs
     builtin_ms = (time.perf_counter() - t0) * 1000
@@ -162,14 +177,19 @@ def check_command(
                 if f.code in PARSE_CODES:
                     print(f"sglaunch: {f.message}", file=err)
             if as_json:
-                _print_json(out, tiers.verdict(session), session, sglang_argv, None)
+                _print_json(
+                    out, tiers.verdict(session), session, sglang_argv, active.installed, facts
+                )
             return int(ExitCode.USAGE)
         print(
             paint.dim(
                 f"sglaunch check · {model_facts.architecture} ({source}) · {gpu.status or gpu.describe()}"
+                f" · for {active.label()}"
             ),
             file=err,
         )
+        for line in facts.lines():
+            print(paint(f"! {line}", "33"), file=err)
         verdict = tiers.check(session)
     finally:
         tiers.close()
@@ -182,8 +202,7 @@ def check_command(
         file=err,
     )
     if as_json:
-        version = verdict.answer.sglang_version if verdict.answer is not None else None
-        _print_json(out, verdict, session, sglang_argv, version)
+        _print_json(out, verdict, session, sglang_argv, active.installed, facts)
     return int(ExitCode.VALIDATION if verdict.errors else ExitCode.OK)
 
 
@@ -215,19 +234,13 @@ def _print_json(
     session: LaunchSession,
     argv: Sequence[str],
     sglang_version: str | None,
+    versions: FlagFacts | None = None,
 ) -> None:
-    data = result_json(verdict, session, argv=argv, sglang_version=sglang_version)
+    data = result_json(
+        verdict, session, argv=argv, sglang_version=sglang_version, versions=versions
+    )
     out.write(json.dumps(data, indent=2, default=_json_default) + "\n")
     out.flush()
-
-
-def _schema(use_oracle: bool, sglang_python: str | None) -> FlagSchema:
-    """The installed sglang's own flags (cached per interpreter) when it can be asked, else the bundled facts."""
-    if not use_oracle:
-        return bundled_schema()
-    from sglaunch.oracle.schema_cache import load_flag_schema
-
-    return load_flag_schema(sglang_python).schema
 
 
 def _oracle(sglang_python: str | None, timeout: float) -> OracleClient:

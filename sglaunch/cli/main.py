@@ -17,10 +17,11 @@ import contextlib
 import sys
 from collections.abc import Callable, Sequence
 
-from sglaunch import SGLANG_VERSION, __version__
+from sglaunch import __version__
 from sglaunch.cli.args import Parser, interpreter_path
 from sglaunch.errors import UserError
 from sglaunch.exitcodes import ExitCode
+from sglaunch.versions import SUPPORTED_RANGE
 
 
 def _check(argv: Sequence[str]) -> int:
@@ -66,7 +67,7 @@ def top_parser() -> Parser:
     p.add_argument(
         "--version",
         action="version",
-        version=f"sglaunch {__version__} (mirrors sglang {SGLANG_VERSION})",
+        version=f"sglaunch {__version__} (mirrors sglang {SUPPORTED_RANGE})",
     )
     p.add_argument("--model", help="open this model: a folder, a cached repo id, or example:NAME")
     p.add_argument("--profile", help="a saved launch profile")
@@ -98,6 +99,12 @@ def top_parser() -> Parser:
         type=interpreter_path,
         help="the interpreter that has sglang installed",
     )
+    p.add_argument(
+        "--sglang-version",
+        metavar="V",
+        help="with --apply: check for this sglang release (0.5.19 to 0.5.23) when none is "
+        "installed; an installed sglang's own version always wins",
+    )
     return p
 
 
@@ -109,7 +116,7 @@ def _top(argv: Sequence[str]) -> int:
         from sglaunch.cli import apply
 
         return apply.run(args)
-    for flag in ("fix", "save", "detach", "json", "no_oracle"):
+    for flag in ("fix", "save", "detach", "json", "no_oracle", "sglang_version"):
         if getattr(args, flag):
             raise UserError(f"--{flag.replace('_', '-')} goes with --apply")
     from sglaunch.tui.launch import run_tui

@@ -26,6 +26,7 @@ def parser() -> Parser:
         "--torch-index-url", help="index for torch only, e.g. https://download.pytorch.org/whl/cpu"
     )
     setup.add_argument("--force", action="store_true", help="reinstall even when it looks ready")
+    setup.add_argument("--version", help="the sglang release, 0.5.19 to 0.5.23 (default 0.5.23)")
     status = sub.add_parser("status", help="start the oracle and say whether it works")
     status.add_argument("--sglang-python", metavar="PATH", type=interpreter_path)
     status.add_argument("--json", action="store_true")
@@ -49,6 +50,10 @@ def run(argv: Sequence[str]) -> int:
             forwarded += ["--torch-index-url", args.torch_index_url]
         if args.force:
             forwarded.append("--force")
+        if args.version:
+            from sglaunch.versions import parse_named
+
+            forwarded += ["--version", str(parse_named(args.version, what="--version"))]
         return setup_env.main(forwarded)
     if args.command == "status":
         from sglaunch.oracle.client import Oracle

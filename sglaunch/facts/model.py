@@ -71,29 +71,32 @@ _MIXER_ALIASES = {
 
 
 @cache
-def _model_types_data() -> dict[str, Any]:
+def _model_types_data(version: str | None = None) -> dict[str, Any]:
+    """The bundled model-type facts of a supported release (the nearest one for any other)."""
+    from sglaunch.validators.versions import semantics
+
     text = (
         resources.files("sglaunch.facts")
-        .joinpath("data", f"model-types-{SGLANG_VERSION}.json")
+        .joinpath("data", f"model-types-{semantics(version or SGLANG_VERSION)}.json")
         .read_text(encoding="utf-8")
     )
     data: dict[str, Any] = json.loads(text)
     return data
 
 
-def sglang_architectures() -> frozenset[str]:
-    """Architectures sglang 0.5.23 implements natively (its EntryClass names)."""
-    return frozenset(_model_types_data().get("sglang_architectures", ()))
+def sglang_architectures(version: str | None = None) -> frozenset[str]:
+    """Architectures that sglang release implements natively (its EntryClass names)."""
+    return frozenset(_model_types_data(version).get("sglang_architectures", ()))
 
 
-def known_model_types() -> tuple[frozenset[str], frozenset[str]]:
+def known_model_types(version: str | None = None) -> tuple[frozenset[str], frozenset[str]]:
     """(types sglang's transformers knows, types sglang registers itself), bundled facts."""
-    data = _model_types_data()
+    data = _model_types_data(version)
     return frozenset(data["transformers_model_types"]), frozenset(data["sglang_model_types"])
 
 
-def _transformers_version() -> str:
-    return str(_model_types_data().get("transformers_version", ""))
+def _transformers_version(version: str | None = None) -> str:
+    return str(_model_types_data(version).get("transformers_version", ""))
 
 
 # --- finding the config ----------------------------------------------------------
@@ -329,9 +332,10 @@ def facts_from_config(
     *,
     loaded_with: str = "json",
     config_path: str = "",
+    sglang_version: str | None = None,
 ) -> ModelFacts:
     """ModelFacts from a config dict: pure, so the rules' inputs can be tested from data."""
-    tf_types, sglang_types = known_model_types()
+    tf_types, sglang_types = known_model_types(sglang_version)
     model_type = str(config.get("model_type") or "")
     tcfg = text_config(config)
     heads = _int_or_none(_first(tcfg, _ALIASES["num_attention_heads"]))
@@ -377,7 +381,9 @@ def facts_from_config(
         else None,
         is_multimodal=tcfg is not config,
         is_mla=tcfg.get("kv_lora_rank") is not None,
-        sglang_native=(str((config.get("architectures") or [""])[0]) in sglang_architectures()),
+        sglang_native=(
+            str((config.get("architectures") or [""])[0]) in sglang_architectures(sglang_version)
+        ),
         has_auto_map=has_auto_map,
         transformers_knows_type=known_tf,
         needs_remote_code=bool(has_auto_map and not known),
@@ -389,7 +395,8 @@ def facts_from_config(
             facts,
             config_error=(
                 f"model type {model_type!r} is known to neither transformers "
-                f"{_transformers_version()} nor sglang {SGLANG_VERSION}, and the config has no "
+                f"{_transformers_version(sglang_version)} nor sglang "
+                f"{sglang_version or SGLANG_VERSION}, and the config has no "
                 "auto_map to load custom code from"
                 if model_type
                 else 'config.json has no "model_type"; transformers cannot tell which config class to use'
@@ -457,6 +464,7 @@ def load_model_facts(
     *,
     env: Mapping[str, str] | None = None,
     use_transformers: bool = True,
+    sglang_version: str | None = None,
 ) -> ModelFacts:
     """Facts for `source` (a folder, a config.json, a cached repo id, or example:NAME).
 
@@ -465,7 +473,7 @@ def load_model_facts(
     model_dir = resolve_model_dir(source, env)
     config_path = model_dir / "config.json"
     data = read_config(config_path)
-    tf_types, _ = known_model_types()
+    tf_types, _ = known_model_types(sglang_version)
     loaded_with = "json"
     if use_transformers and str(data.get("model_type") or "") in tf_types:
         try:
@@ -478,7 +486,9 @@ def load_model_facts(
         except ImportError:
             pass
         except Exception as exc:  # transformers rejects the config: so would sglang
-            facts = facts_from_config(data, source, config_path=str(config_path))
+            facts = facts_from_config(
+                data, source, config_path=str(config_path), sglang_version=sglang_version
+            )
             return replace(
                 facts,
                 config_error=f"transformers cannot load this config: {type(exc).__name__}: {exc}".splitlines()[
@@ -486,7 +496,13 @@ def load_model_facts(
                 ],
                 config_error_ref="srt/utils/hf_transformers/config.py:228 (AutoConfig.from_pretrained)",
             )
-    facts = facts_from_config(data, source, loaded_with=loaded_with, config_path=str(config_path))
+    facts = facts_from_config(
+        data,
+        source,
+        loaded_with=loaded_with,
+        config_path=str(config_path),
+        sglang_version=sglang_version,
+    )
     wbytes, wsource = weight_bytes(model_dir)
     return replace(facts, weight_bytes=wbytes, weight_source=wsource)
 

@@ -1,7 +1,8 @@
 """The schema of sglang's server flags: names, aliases, types, defaults, choices.
 
-The bundled schema (`data/schema-0.5.23.json`, made by `scripts/make_flag_schema.py`
-from sglang's own parser, facts only) is used when sglang is absent; the oracle
+The bundled schemas (`data/schema-VERSION.json` for each supported release, made by
+`flags/extract.py --no-help` under that release: `make schema`; facts only) are used
+when sglang is absent; the oracle
 reads the installed sglang's schema, with help text, and caches it.
 """
 
@@ -157,11 +158,17 @@ class FlagSchema:
 
 
 @cache
-def bundled_schema() -> FlagSchema:
-    """The facts-only schema of sglang 0.5.23 shipped with sglaunch."""
+def bundled_schema(version: str | None = None) -> FlagSchema:
+    """The facts-only schema shipped for a supported release (default: the newest).
+
+    Any other version gets the nearest supported release's schema; the caller
+    says so (`sglaunch.versions`)."""
+    from sglaunch.validators.versions import semantics
+
+    release = semantics(version or SGLANG_VERSION)
     text = (
         resources.files("sglaunch.flags")
-        .joinpath("data", f"schema-{SGLANG_VERSION}.json")
+        .joinpath("data", f"schema-{release}.json")
         .read_text(encoding="utf-8")
     )
     return FlagSchema.from_json(json.loads(text), origin="bundled")

@@ -25,10 +25,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from sglaunch import SGLANG_VERSION
 from sglaunch.oracle.answer import OracleAnswer, OracleStatus
 from sglaunch.oracle.interpreter import NOT_INSTALLED, find_sglang_python
 from sglaunch.validators.facts import GpuFacts
+from sglaunch.versions import oracle_refusal
 
 WORKER = Path(__file__).with_name("worker.py")
 # the worker enforces the per-request timeout itself; this is how much longer
@@ -223,18 +223,16 @@ class Oracle:
                 python=python,
             )
         version = hello.get("sglang_version")
-        if not version:
+        if not version or not isinstance(version, str):
             return OracleStatus(
                 available=False,
                 reason=f"sglang is not installed in {python}; run `sglaunch oracle setup`",
                 python=python,
             )
-        if version != SGLANG_VERSION:
+        refusal = oracle_refusal(version)
+        if refusal:
             return OracleStatus(
-                available=False,
-                reason=f"sglang {version} found; sglaunch mirrors {SGLANG_VERSION}",
-                sglang_version=version,
-                python=python,
+                available=False, reason=refusal, sglang_version=version, python=python
             )
         try:
             ready = self._read(deadline)

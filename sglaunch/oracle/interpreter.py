@@ -2,7 +2,7 @@
 
 Order: an explicit path (`--sglang-python`), then `SGLAUNCH_SGLANG_PYTHON`, then
 this interpreter when it has sglang (found, never imported: importing it here
-would load torch into sglaunch), then the environment `sglaunch oracle setup`
+would load torch into sglaunch), then the newest environment `sglaunch oracle setup`
 manages, then none.
 """
 
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sglaunch import SGLANG_VERSION
+from sglaunch.validators.versions import key
 
 ENV_VAR = "SGLAUNCH_SGLANG_PYTHON"
 NOT_INSTALLED = "sglang is not installed; run `sglaunch oracle setup`"
@@ -30,11 +31,22 @@ class SglangPython:
     reason: str = ""
 
 
-def managed_env_dir() -> Path:
-    """Where `sglaunch oracle setup` puts its CPU-only sglang environment."""
+def managed_env_dir(version: str = SGLANG_VERSION) -> Path:
+    """Where `sglaunch oracle setup [--version V]` puts its CPU-only sglang environment."""
     from sglaunch.paths import data_dir
 
-    return data_dir() / f"sglang-cpu-{SGLANG_VERSION}"
+    return data_dir() / f"sglang-cpu-{version}"
+
+
+def managed_python() -> Path | None:
+    """The newest release's managed environment that exists."""
+    from sglaunch.validators.versions import SUPPORTED
+
+    for version in reversed(SUPPORTED):
+        python = venv_python(managed_env_dir(version))
+        if _usable(str(python)):
+            return python
+    return None
 
 
 def venv_python(env_dir: Path) -> Path:
@@ -68,8 +80,8 @@ def find_sglang_python(explicit: str | None = None) -> SglangPython:
         here = False
     if here:
         return SglangPython(sys.executable, "current")
-    managed = venv_python(managed_env_dir())
-    if _usable(str(managed)):
+    managed = managed_python()
+    if managed is not None:
         return SglangPython(str(managed), "managed")
     return SglangPython(None, "none", NOT_INSTALLED)
 
@@ -106,4 +118,6 @@ def probe_sglang_version(python: str, timeout: float = 30.0) -> tuple[str | None
     version = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
     if not version:
         return None, f"sglang is not installed in {python}; run `sglaunch oracle setup`"
+    if not key(version) or len(version) > 40:
+        return None, f"{python} did not report an sglang version (it said {version[:40]!r})"
     return version, ""

@@ -4,7 +4,8 @@
 its argparse parser; the JSON is cached under `cache_dir()/schema/`, keyed by
 the interpreter and its sglang version, so later runs read a file instead of
 importing sglang (seconds). Without sglang, the bundled facts-only schema is
-used and the reason is kept.
+used and the reason is kept; when reading the installed sglang's flags fails, the
+bundled schema of that release stands in and the lookup says it failed.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from sglaunch import SGLANG_VERSION
 from sglaunch.errors import UserError
 from sglaunch.flags.schema import FlagSchema, bundled_schema
 from sglaunch.oracle.interpreter import cache_key_path, find_sglang_python, probe_sglang_version
+from sglaunch.versions import out_of_range_line
 
 EXTRACT = Path(__file__).resolve().parent.parent / "flags" / "extract.py"
 
@@ -31,6 +32,10 @@ class SchemaLookup:
     reason: str = ""  # why bundled, or a note (another sglang version)
     python: str | None = None
     path: Path | None = None  # the cache file
+    version: str | None = None  # the installed sglang's version, when one was found
+    # reading the installed sglang's flags failed: the bundled schema stands in
+    # for it, and every output says so (never a silent fallback)
+    failed: bool = False
 
 
 def schema_cache_dir() -> Path:
@@ -44,8 +49,29 @@ def cache_file(python: str, version: str) -> Path:
     return schema_cache_dir() / f"schema-{version}-{key}.json"
 
 
-def _bundled(reason: str, python: str | None = None) -> SchemaLookup:
-    return SchemaLookup(schema=bundled_schema(), source="bundled", reason=reason, python=python)
+def _bundled(
+    reason: str, python: str | None = None, version: str | None = None, *, failed: bool = False
+) -> SchemaLookup:
+    """The bundled schema of `version` (the nearest supported release's; the newest by default)."""
+    return SchemaLookup(
+        schema=bundled_schema(version),
+        source="bundled",
+        reason=reason,
+        python=python,
+        version=version,
+        failed=failed,
+    )
+
+
+def _failed(why: str, python: str, version: str) -> SchemaLookup:
+    schema = bundled_schema(version)
+    return _bundled(
+        f"{why}; checking sglang {version}'s launch against the bundled sglang "
+        f"{schema.sglang_version} schema instead",
+        python,
+        version,
+        failed=True,
+    )
 
 
 def _extract(python: str, out: Path, timeout: float) -> str:
@@ -108,22 +134,20 @@ def load_flag_schema(
     version, why = _sglang_version(found.path, found.source)
     if version is None:
         return _bundled(why, found.path)
-    note = ""
-    if version != SGLANG_VERSION:
-        note = f"sglang {version} found; sglaunch mirrors {SGLANG_VERSION} (flags read from sglang {version})"
+    note = out_of_range_line(version) or ""
     path = cache_file(found.path, version)
     if not refresh:
         try:
             schema = FlagSchema.from_json(json.loads(path.read_text("utf-8")), origin=str(path))
-            return SchemaLookup(schema, "cache", note, found.path, path)
+            return SchemaLookup(schema, "cache", note, found.path, path, version)
         except (OSError, ValueError, UserError):
             pass  # missing, unreadable or damaged: (re)built below
     failure = _extract(found.path, path, timeout)
     if failure:
-        return _bundled(failure, found.path)
+        return _failed(failure, found.path, version)
     try:
         schema = FlagSchema.from_json(json.loads(path.read_text("utf-8")), origin=str(path))
     except (OSError, ValueError, UserError) as exc:
         path.unlink(missing_ok=True)
-        return _bundled(f"sglang's flag schema was unreadable: {exc}", found.path)
-    return SchemaLookup(schema, "extracted", note, found.path, path)
+        return _failed(f"sglang's flag schema was unreadable: {exc}", found.path, version)
+    return SchemaLookup(schema, "extracted", note, found.path, path, version)

@@ -1,12 +1,14 @@
-"""Create the CPU-only sglang environment the oracle runs in.
+"""Create the CPU-only sglang environment the oracle runs in, for any supported release.
 
-    python -m sglaunch.oracle.setup_env [--dir DIR] [--torch-index-url URL]
+    python -m sglaunch.oracle.setup_env [--version 0.5.20] [--dir DIR] [--torch-index-url URL]
 
 Three pip steps in a new venv: torch==2.13.0 (alone, so pip can never resolve an
-unpinned torch into a multi-GB CUDA build), sglang==0.5.23 with --no-deps (its
-GPU dependencies are not needed to resolve arguments), then the pinned list in
-`sglang-cpu.txt`. Idempotent: a DIR whose Python already imports sglang 0.5.23
-is left alone. Standard library and sglaunch's own light modules only.
+unpinned torch into a multi-GB CUDA build), sglang==VERSION with --no-deps (its
+GPU dependencies are not needed to resolve arguments) together with the release's
+own list `sglang-cpu-VERSION.txt` (also --no-deps: xgrammar for 0.5.19 and 0.5.20,
+whose own dependencies would pull triton), then the pinned list every release
+shares, `sglang-cpu.txt`. Idempotent: a DIR whose Python already imports that
+sglang is left alone. Standard library and sglaunch's own light modules only.
 """
 
 from __future__ import annotations
@@ -18,11 +20,10 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from sglaunch import SGLANG_VERSION
 from sglaunch.exitcodes import ExitCode
 from sglaunch.oracle.interpreter import managed_env_dir, venv_python
+from sglaunch.validators.versions import NEWEST, SUPPORTED
 
-SGLANG = f"sglang=={SGLANG_VERSION}"
 TORCH = "torch==2.13.0"
 
 
@@ -31,8 +32,26 @@ class SetupError(Exception):
 
 
 def requirements_text() -> str:
-    """The pinned requirement list, shipped as package data."""
+    """The pinned requirement list every supported release shares, shipped as package data."""
     return resources.files("sglaunch.oracle").joinpath("sglang-cpu.txt").read_text("utf-8")
+
+
+def release_requirements_text(version: str) -> str:
+    """What one release needs beside sglang, installed with it under --no-deps."""
+    if version not in SUPPORTED:
+        raise SetupError(
+            f"sglang {version} is not a release sglaunch mirrors; choose one of {', '.join(SUPPORTED)}"
+        )
+    name = f"sglang-cpu-{version}.txt"
+    return resources.files("sglaunch.oracle").joinpath(name).read_text("utf-8")
+
+
+def release_pins(version: str) -> list[str]:
+    return [
+        ln.split("#", 1)[0].strip()
+        for ln in release_requirements_text(version).splitlines()
+        if ln.split("#", 1)[0].strip()
+    ]
 
 
 def _probe_script() -> str:
@@ -82,15 +101,17 @@ def _run(step: str, cmd: list[str]) -> None:
 def setup(
     env_dir: Path,
     *,
+    version: str = NEWEST,
     base_python: str = sys.executable,
     torch_index_url: str | None = None,
     force: bool = False,
 ) -> Path:
     """Create or complete the environment; returns its Python. Raises SetupError."""
+    pins = release_pins(version)  # an unsupported version fails before anything is made
     env_dir = Path(os.path.abspath(os.path.expanduser(str(env_dir))))
     python = venv_python(env_dir)
-    if not force and ready_version(python) == SGLANG_VERSION:
-        print(f"sglaunch: sglang {SGLANG_VERSION} is already set up in {env_dir}", file=sys.stderr)
+    if not force and ready_version(python) == version:
+        print(f"sglaunch: sglang {version} is already set up in {env_dir}", file=sys.stderr)
         return python
     if env_dir.exists() and not python.exists() and any(env_dir.iterdir()):
         raise SetupError(f"{env_dir} exists and is not a Python environment; choose another --dir")
@@ -104,12 +125,16 @@ def setup(
     if torch_index_url:
         torch_cmd += ["--index-url", torch_index_url]
     _run(f"installing {TORCH}", torch_cmd)
-    _run(f"installing {SGLANG} without its GPU dependencies", [*pip, "--no-deps", SGLANG])
+    sglang = f"sglang=={version}"
+    _run(
+        f"installing {' '.join([sglang, *pins])} without their GPU dependencies",
+        [*pip, "--no-deps", sglang, *pins],
+    )
     reqs = env_dir / "sglaunch-sglang-cpu.txt"
     reqs.write_text(requirements_text(), encoding="utf-8")
     _run("installing what sglang's argument resolution needs", [*pip, "-r", str(reqs)])
     found = ready_version(python)
-    if found != SGLANG_VERSION:
+    if found != version:
         raise SetupError(
             f"{python} still cannot import sglang's resolution code after installing; "
             "run it with the probe in sglaunch/oracle/setup_env.py to see why"
@@ -135,10 +160,18 @@ def main(argv: list[str] | None = None) -> int:
         "https://download.pytorch.org/whl/cpu has the CPU one",
     )
     ap.add_argument("--force", action="store_true", help="reinstall even when it looks ready")
+    ap.add_argument(
+        "--version",
+        default=NEWEST,
+        choices=SUPPORTED,
+        help=f"the sglang release to install (default {NEWEST})",
+    )
     args = ap.parse_args(argv)
-    env_dir = args.dir if args.dir is not None else managed_env_dir()
+    env_dir = args.dir if args.dir is not None else managed_env_dir(args.version)
     try:
-        python = setup(env_dir, torch_index_url=args.torch_index_url, force=args.force)
+        python = setup(
+            env_dir, version=args.version, torch_index_url=args.torch_index_url, force=args.force
+        )
     except SetupError as exc:
         print(f"sglaunch: {exc}", file=sys.stderr)
         # USAGE, the contract's "bad usage or input": a setup fails on what the

@@ -322,6 +322,18 @@ def _capture_logging(sink: list[str]) -> None:
     logging.basicConfig = basic_config  # type: ignore[assignment]
 
 
+def _record_fields(cls: type) -> Any:
+    """ServerArgs' declared fields: sglang's `record_fields` (0.5.20+), else the dataclass's
+    (0.5.19's ServerArgs is a dataclass; 0.5.20 made it a msgspec Struct)."""
+    try:
+        from sglang.srt.arg_groups.arg_utils import record_fields
+    except ImportError:
+        import dataclasses
+
+        return dataclasses.fields(cls) if dataclasses.is_dataclass(cls) else ()
+    return record_fields(cls)
+
+
 def _explicit_dests(argv: list[str]) -> list[str]:
     try:
         if "--config" in argv:
@@ -372,7 +384,6 @@ def resolve(request: dict[str, Any]) -> dict[str, Any]:
                 time.sleep(10**6)
             if env.get(TEST_CRASH):
                 os.kill(os.getpid(), signal.SIGKILL)
-            from sglang.srt.arg_groups.arg_utils import record_fields
             from sglang.srt.server_args import prepare_server_args
 
             stage = "parse"
@@ -381,7 +392,7 @@ def resolve(request: dict[str, Any]) -> dict[str, Any]:
             out["explicit"] = _explicit_dests(argv)
             asked = {
                 f.name: _jsonable(getattr(server_args, f.name))
-                for f in record_fields(type(server_args))
+                for f in _record_fields(type(server_args))
             }
             stage = "resolve"
             server_args.resolve_once()
@@ -520,17 +531,31 @@ def _fault(message: str, **flags: bool) -> dict[str, Any]:
     return {"ok": False, "error": None, "fault": message, "warnings": [], **flags}
 
 
+def canary_flags() -> list[str]:
+    """Attention DP on two GPUs, spelled the way this release spells it: --attn-dp-size
+    from 0.5.22 on, --enable-dp-attention --dp-size before (where --attn-dp-size does not exist).
+
+    Read from the warm parser, not the version string, so a patch release is asked
+    in its own words."""
+    known = getattr(_EXPLICIT_PARSER, "_option_string_actions", {})
+    if "--attn-dp-size" in known:
+        return ["--attn-dp-size", "2", "--tp-size", "2"]
+    return ["--enable-dp-attention", "--dp-size", "2", "--tp-size", "2"]
+
+
 def _canary(sglang_version: str | None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="sglaunch-canary-") as tmp:
         with open(os.path.join(tmp, "config.json"), "w", encoding="utf-8") as fh:
             json.dump(CANARY_CONFIG, fh)
-        request = {
-            "argv": ["--model-path", tmp, "--attn-dp-size", "2", "--tp-size", "2"],
+        flags = canary_flags()
+        request: dict[str, Any] = {
+            "argv": ["--model-path", tmp, *flags],
             "env": {},
             "gpu": CANARY_GPU,
         }
         answer = answer_in_child(request, timeout=120.0)
     error = answer.get("error") or {}
+    answer["canary_argv"] = flags
     if error.get("message") == CANARY_ERROR:
         answer["canary_ok"] = True
     else:

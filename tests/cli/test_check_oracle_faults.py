@@ -58,11 +58,13 @@ def test_missing_interpreter(tmp_path: Path) -> None:
     assert "no such file" in status_line(res.stderr)
 
 
-def test_another_sglang_version(tmp_path: Path) -> None:
-    hello = '{"event": "hello", "protocol": 1, "sglang_version": "0.5.22"}'
+def test_a_release_before_the_range(tmp_path: Path) -> None:
+    hello = '{"event": "hello", "protocol": 1, "sglang_version": "0.5.18"}'
     res = check("--sglang-python", fake(tmp_path, f"echo '{hello}'; sleep 30"), "--", *DP)
     assert_builtin_verdict_kept(res)
-    assert status_line(res.stderr) == "unavailable: sglang 0.5.22 found; sglaunch mirrors 0.5.23"
+    assert status_line(res.stderr).startswith(
+        "unavailable: sglang 0.5.18 found; the sglang check needs sglang 0.5.19 or later"
+    )
 
 
 def test_a_hanging_resolution(tmp_path: Path) -> None:

@@ -42,17 +42,24 @@ class Model:
     sparse: bool = False  # has_minicpm_sparse_attention
     lightning: bool = False  # has_lightning_layers
     remote_code: bool = False  # needs --trust-remote-code to load
-    vision: bool = False  # MiniCPM-V 4.6/4.7: triton on SM100 when no backend is given
+    # MiniCPM-V: the first release whose provider picks triton on SM100 when no backend
+    # is given (4.6 from 0.5.19, 4.7 from 0.5.23), None for the other models
+    vision: str | None = None
+
+    def vision_in(self, version: str) -> bool:
+        from sglaunch.validators.versions import at_least
+
+        return self.vision is not None and at_least(version, self.vision)
 
 
-def _test_model(name: str, **facts: bool) -> Model:
+def _test_model(name: str, **facts: bool | str) -> Model:
     return Model(name, str(MODELS_DIR / name), minicpm=True, **facts)
 
 
 MODELS = (
     Model("ex:minicpm-sala", "example:minicpm-sala", True, sparse=True, lightning=True),
     Model("ex:minicpm4-8b", "example:minicpm4-8b", True, remote_code=True),
-    Model("ex:minicpm-v-4.6", "example:minicpm-v-4.6", True, vision=True),
+    Model("ex:minicpm-v-4.6", "example:minicpm-v-4.6", True, vision="0.5.19"),
     Model("ex:llama-3.1-8b", "example:llama-3.1-8b", False),
     _test_model("sala-dense"),
     _test_model("sala-sparse", sparse=True),
@@ -60,8 +67,8 @@ MODELS = (
     _test_model("sala-sparse-lightning", sparse=True, lightning=True),
     # a MiniCPMForCausalLM architecture over sglang's minicpm_sala config type
     _test_model("minicpm-arch-sala-config", sparse=True, lightning=True),
-    _test_model("minicpmv-4.6", vision=True),
-    _test_model("minicpmv-4.7", vision=True),
+    _test_model("minicpmv-4.6", vision="0.5.19"),
+    _test_model("minicpmv-4.7", vision="0.5.23"),
 )
 MODEL_BY_SOURCE = {m.source: m for m in MODELS}
 

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
+from conftest import RELEASES_VAR, REQUIRED_RELEASES, release_pythons, require_sglang_python
 from differential_corpus import (
     BLACKWELL,
     FLAG_SETS,
@@ -72,6 +73,7 @@ class Outcome:
     case: Case
     builtin: tuple[Finding, ...]
     answer: OracleAnswer
+    version: str  # the sglang release both tiers checked for
 
     @property
     def builtin_errors(self) -> list[Finding]:
@@ -100,14 +102,16 @@ class Outcome:
             return None
         [error] = [f for f in oracle_findings(self.answer) if f.severity is Severity.ERROR]
         r = get_rule(error.code)
-        if r is not None and r.mirrors in CHECKABLE:
+        if r is not None and r.mirrors in CHECKABLE and r.exists_in(self.version):
             return r.code
         # a bare assert has no message to match a card; its file:line still names the
         # rule (only then: argparse raises every one of its errors from the same line)
         where = self.answer.error.where
         if where and not self.answer.error.message:
             for r in all_rules():
-                if r.mirrors in CHECKABLE and r.ref.split(" ")[0] == where:
+                if not (r.mirrors in CHECKABLE and r.exists_in(self.version)):
+                    continue
+                if r.ref_for(self.version).split(" ")[0] == where:
                     return r.code
         return None
 
@@ -120,10 +124,30 @@ def _lines(items: list[str], limit: int = 25) -> str:
     return "\n  " + "\n  ".join(items[:limit]) + more
 
 
+def _releases() -> list[str]:
+    return list(release_pythons()) or ["none"]
+
+
+def test_the_corpus_runs_on_the_required_releases() -> None:
+    have = release_pythons()
+    missing = [v for v in REQUIRED_RELEASES if v not in have]
+    assert not missing, (
+        f"the differential corpus must run on sglang {', '.join(REQUIRED_RELEASES)}; "
+        f"{', '.join(missing)} missing (found {sorted(have)}). `make test` builds them "
+        f"(.venv-sglang-VERSION) and names them in {RELEASES_VAR}"
+    )
+
+
+@pytest.fixture(scope="module", params=_releases())
+def release(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @pytest.fixture(scope="module")
-def oracle(sglang_python: str) -> Iterator[Oracle]:
-    """The one warm worker every case of this module asks (conftest finds the interpreter)."""
-    o = Oracle(sglang_python, timeout=60.0)
+def oracle(release: str) -> Iterator[Oracle]:
+    """The one warm worker every case of this module asks, once per release."""
+    python = release_pythons().get(release) or require_sglang_python()
+    o = Oracle(python, timeout=60.0)
     status = o.start()
     if not status.available:
         o.close()
@@ -140,30 +164,40 @@ def oracle(sglang_python: str) -> Iterator[Oracle]:
 
 @pytest.fixture(scope="module")
 def outcomes(oracle: Oracle) -> list[Outcome]:
-    """Every corpus case through both tiers, with the one warm oracle of this module."""
-    schema = bundled_schema()
-    facts = {m.source: load_model_facts(m.source) for m in MODELS}
+    """Every corpus case through both tiers, with the one warm oracle of this module.
+
+    The built-in tier checks for the oracle's release: its bundled schema, its
+    model-type facts and its rules."""
+    version = oracle.status.sglang_version
+    assert version, oracle.status
+    schema = bundled_schema(version)
+    assert schema.sglang_version == version, f"no bundled schema for sglang {version}"
+    facts = {m.source: load_model_facts(m.source, sglang_version=version) for m in MODELS}
     gpus: dict[str, GpuFacts] = {}
     out: list[Outcome] = []
     t0 = time.perf_counter()
     for case in build_corpus():
         gpu = gpus.setdefault(case.gpu, parse_gpu_spec(case.gpu))
-        model = facts.get(case.model.source) or load_model_facts(case.model.source)
+        model = facts.get(case.model.source) or load_model_facts(
+            case.model.source, sglang_version=version
+        )
         argv = case.argv()
-        result = check_flags(argv, schema=schema, gpu=gpu, model=model, env=case.env_dict)
+        result = check_flags(
+            argv, schema=schema, gpu=gpu, model=model, env=case.env_dict, sglang_version=version
+        )
         answer = oracle.resolve(argv, case.env_dict, gpu)
         if answer.fault:
             # a worker that died or a child that overran on a busy CI: the oracle
             # restarts it, and one more try separates that from a real fault
             answer = oracle.resolve(argv, case.env_dict, gpu)
-        out.append(Outcome(case, tuple(result.builtin.findings), answer))
+        out.append(Outcome(case, tuple(result.builtin.findings), answer, version))
     wall = time.perf_counter() - t0
     faults = [f"{o.label()}: {o.answer.fault}" for o in out if o.answer.fault]
     # a case without sglang's verdict compares nothing: the corpus is void
     assert not faults, f"{len(faults)} cases got no verdict from the oracle:" + _lines(faults)
     accepted = sum(o.answer.ok for o in out)
     print(
-        f"\n[differential] {len(out)} cases ({sum(o.case.group == 'matrix' for o in out)} MiniCPM "
+        f"\n[differential sglang {version}] {len(out)} cases ({sum(o.case.group == 'matrix' for o in out)} MiniCPM "
         f"matrix, {sum(o.case.group == 'general' for o in out)} general-rule) in {wall:.1f} s "
         f"({wall / max(len(out), 1) * 1000:.0f} ms a case); sglang accepts {accepted}, "
         f"rejects {len(out) - accepted}"
@@ -350,7 +384,7 @@ def test_sparse_backend_and_radix_cache_follow_the_model(outcomes: list[Outcome]
                 wrong.append(
                     f"{o.label()}: attention_backend (sglang, built-in) = {got}, want {want}"
                 )
-        if m.vision and SM100[c.gpu] and not _has_flag(c, "--attention-backend"):
+        if m.vision_in(o.version) and SM100[c.gpu] and not _has_flag(c, "--attention-backend"):
             # minicpmv.py:16: on SM100 an unset --attention-backend becomes triton
             triton_checked += 1
             got = (resolved["attention_backend"], predicted.get("attention_backend"))

@@ -50,14 +50,17 @@ def test_no_sglang_in_the_interpreter(tmp_path: Path, h100x1: GpuFacts) -> None:
     assert finding.code == "oracle-fault"
 
 
-def test_another_sglang_version(tmp_path: Path) -> None:
-    hello = '{"event": "hello", "protocol": 1, "sglang_version": "0.5.22"}'
+def test_a_release_before_the_range(tmp_path: Path) -> None:
+    hello = '{"event": "hello", "protocol": 1, "sglang_version": "0.5.18"}'
     python = fake_python(tmp_path, "python", f"echo '{hello}'; sleep 30")
     t0 = time.monotonic()
     with Oracle(python) as oracle:
         assert not oracle.status.available
-        assert oracle.status.reason == "sglang 0.5.22 found; sglaunch mirrors 0.5.23"
-        assert oracle.status.sglang_version == "0.5.22"
+        assert oracle.status.reason == (
+            "sglang 0.5.18 found; the sglang check needs sglang 0.5.19 or later (sglaunch "
+            "mirrors 0.5.19–0.5.23): before 0.5.19 sglang has no resolution pipeline to ask"
+        )
+        assert oracle.status.sglang_version == "0.5.18"
     assert time.monotonic() - t0 < 25  # the fake was killed, not waited for
 
 

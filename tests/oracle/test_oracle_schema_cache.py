@@ -61,9 +61,10 @@ def test_a_broken_sglang_falls_back_with_its_last_words(home: Path) -> None:
         'case "$1" in -c) echo 0.5.23;; *) echo "ImportError: libtorch_cpu.so: cannot open" >&2; exit 1;; esac',
     )
     found = load_flag_schema(python)
-    assert found.source == "bundled"
-    assert (
-        found.reason == "reading sglang's flags failed: ImportError: libtorch_cpu.so: cannot open"
+    assert found.source == "bundled" and found.failed and found.version == "0.5.23"
+    assert found.reason == (
+        "reading sglang's flags failed: ImportError: libtorch_cpu.so: cannot open; "
+        "checking sglang 0.5.23's launch against the bundled sglang 0.5.23 schema instead"
     )
     assert not any(schema_cache_dir().glob("*.json"))
 
@@ -113,6 +114,9 @@ def test_sglang_in_this_interpreter_is_versioned_in_process(
     monkeypatch.setattr(schema_cache, "_extract", extract)
     found = load_flag_schema()
     assert found.python == sys.executable
-    assert found.reason == "stop here"
+    assert found.failed and found.version == "9.9.9"
+    assert found.reason == (
+        "stop here; checking sglang 9.9.9's launch against the bundled sglang 0.5.23 schema instead"
+    )
     assert asked == [cache_file(sys.executable, "9.9.9")]  # keyed by the version it read
     assert "sglang" not in sys.modules

@@ -269,4 +269,4 @@ def test_a_failed_setup_exits_with_the_usage_code(tmp_path: Path) -> None:
     taken.mkdir()
     (taken / "notes.txt").write_text("not a venv")
     assert setup_env.main(["--dir", str(taken)]) == ExitCode.USAGE
-    assert setup_env.SGLANG == "sglang==0.5.23"
+    assert setup_env.main(["--dir", str(taken), "--version", "0.5.20"]) == ExitCode.USAGE

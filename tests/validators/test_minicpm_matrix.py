@@ -1,9 +1,12 @@
-"""Every MiniCPM rule over the whole matrix, against the reference table.
+"""Every MiniCPM rule over the whole matrix, against the reference table, in every release.
 
-models × flag sets × GPUs × SGLANG_MINICPM_FORCE_DENSE — the expected outcome of
-each case is written out below from ../shared/reference/sglang-0.5.23-resolution.md
-("The MiniCPM rules, exactly"), one function per table row, independent of the
-rule code. A few fully spelled-out golden rows follow the matrix.
+models × flag sets × GPUs × SGLANG_MINICPM_FORCE_DENSE × sglang 0.5.19–0.5.23 — the
+expected outcome of each case is written out below from
+../shared/reference/sglang-0.5.23-resolution.md ("The MiniCPM rules, exactly") and
+from each release's srt/arg_groups/model_overrides/minicpm*.py, one function per
+table row, independent of the rule code. What differs by release: before 0.5.22
+the DP rule tests --enable-dp-attention itself and --attn-dp-size does not exist;
+MiniCPM-V 4.7 gets the SM100 rule from 0.5.23. Golden rows follow the matrix.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from sglaunch.validators.versions import SUPPORTED
 from tests.conftest import run_rules
 
 # --- the matrix --------------------------------------------------------------------
@@ -83,25 +87,36 @@ def _flags(argv: list[str]) -> dict[str, str | bool]:
 # --- the reference table, row by row -------------------------------------------------
 
 
+def _release(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in version.split("."))
+
+
 def expected(
-    m: M, argv: list[str], blackwell: bool, sm100: bool, force_dense: bool
+    m: M, argv: list[str], blackwell: bool, sm100: bool, force_dense: bool, version: str = "0.5.23"
 ) -> tuple[set[str], dict[str, object]]:
-    """(error messages, {field: overridden value}) the reference says sglang produces."""
+    """(error messages, {field: overridden value}) the reference says sglang `version` produces."""
     errors: set[str] = set()
     overrides: dict[str, object] = {}
     f = _flags(argv)
+    new_dp = _release(version) >= (0, 5, 22)
+    if not new_dp:
+        # --attn-dp-size does not exist there: the parser stops at it (unknown-flag)
+        f.pop("attn_dp_size", None)
     minicpm = m.arch in ("MiniCPMForCausalLM", "MiniCPMSALAForCausalLM")
     backends = {
         k: f.get(k)
         for k in ("attention_backend", "prefill_attention_backend", "decode_attention_backend")
     }
+    if minicpm and not new_dp and f.get("enable_dp_attention"):
+        # row 1, 0.5.19-0.5.21: `if cfg.enable_dp_attention: raise`
+        errors.add("MiniCPM does not support DP attention")
     if minicpm:
         # step 1: --enable-dp-attention --dp-size N becomes attn_dp_size=N
         attn_dp = int(f.get("attn_dp_size", 1))
         if f.get("enable_dp_attention") and attn_dp == 1:
             attn_dp = int(f.get("dp_size", 1))
-        # row 1
-        if attn_dp > 1 or f.get("elastic_ep_join_mode") == "scale":
+        # row 1, 0.5.22 on
+        if new_dp and (attn_dp > 1 or f.get("elastic_ep_join_mode") == "scale"):
             errors.add("MiniCPM does not support DP attention")
         hybrid = m.sparse or m.lightning
         # rows 2, 3
@@ -127,15 +142,19 @@ def expected(
                 overrides["attention_backend"] = (
                     "minicpm_flashinfer" if blackwell else "minicpm_flashattn"
                 )
-    elif sm100 and backends["attention_backend"] is None:
-        # MiniCPM-V 4.6/4.7 rule
+    elif (
+        sm100
+        and backends["attention_backend"] is None
+        and (m.arch.startswith("MiniCPMV4_6") or _release(version) >= (0, 5, 23))
+    ):
+        # MiniCPM-V rule: 4.6 from 0.5.19, 4.7 from 0.5.23
         overrides["attention_backend"] = "triton"
     return errors, overrides
 
 
 CASES = [
-    pytest.param(m, fs, gpu, fd, id=f"{m.name}|{fs}|{gpu}|{'dense' if fd else 'sparse'}")
-    for m, fs, gpu, fd in itertools.product(MODELS, FLAG_SETS, GPUS, (False, True))
+    pytest.param(m, fs, gpu, fd, v, id=f"{v}|{m.name}|{fs}|{gpu}|{'dense' if fd else 'sparse'}")
+    for v, m, fs, gpu, fd in itertools.product(SUPPORTED, MODELS, FLAG_SETS, GPUS, (False, True))
 ]
 
 MINICPM_CODES = {
@@ -149,13 +168,13 @@ MINICPM_CODES = {
 }
 
 
-@pytest.mark.parametrize(("m", "flag_set", "gpu", "force_dense"), CASES)
-def test_matrix(m: M, flag_set: str, gpu: str, force_dense: bool) -> None:
+@pytest.mark.parametrize(("m", "flag_set", "gpu", "force_dense", "version"), CASES)
+def test_matrix(m: M, flag_set: str, gpu: str, force_dense: bool, version: str) -> None:
     argv = FLAG_SETS[flag_set]
     env = {"SGLANG_MINICPM_FORCE_DENSE": "1"} if force_dense else {}
-    report = run_rules(m.name, argv, gpu=gpu, env=env)
+    report = run_rules(m.name, argv, gpu=gpu, env=env, version=version)
     blackwell, sm100 = GPUS[gpu]
-    want_errors, want_overrides = expected(m, argv, blackwell, sm100, force_dense)
+    want_errors, want_overrides = expected(m, argv, blackwell, sm100, force_dense, version)
     ours = [f for f in report.findings if f.code in MINICPM_CODES]
     got_errors = {f.message for f in ours if f.is_error}
     got_overrides = {f.override.field: f.override.value for f in ours if f.override is not None}
@@ -169,7 +188,8 @@ def test_matrix(m: M, flag_set: str, gpu: str, force_dense: bool) -> None:
 
 def test_matrix_is_large() -> None:
     # the issue asks for the full product; guard against a silently shrunk matrix
-    assert len(CASES) == len(MODELS) * len(FLAG_SETS) * len(GPUS) * 2 >= 8 * 20 * 4 * 2
+    assert len(CASES) == len(SUPPORTED) * len(MODELS) * len(FLAG_SETS) * len(GPUS) * 2
+    assert len(CASES) >= 5 * 8 * 20 * 4 * 2
 
 
 # --- golden rows, spelled out -------------------------------------------------------

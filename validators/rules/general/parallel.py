@@ -1,6 +1,8 @@
 """Parallel sizes: the DP-attention spelling, attention DP vs TP and DP, GPUs needed, heads vs TP.
 
-Where sglang 0.5.23 decides (each rule says which):
+Before 0.5.22 attention DP is spelled --enable-dp-attention --dp-size N and there is
+no --attn-dp-size: the spelling rules exist from 0.5.22 on, and the checks that
+hold in both speak each release's words. Where sglang 0.5.23 decides (each rule says which):
 - argument resolution, step 1 (parallel_hook.py:39) and step 59 (parallel_hook.py:286-326);
 - `check_server_args` (validation_hook.py:172), run right after resolution, before any process;
 - at launch: a rank binding a GPU that is not there (distributed/bootstrap.py:133, "CUDA error:
@@ -24,6 +26,7 @@ from sglaunch.validators.resolving import (
     tp_size,
     translates_deprecated_dp,
 )
+from sglaunch.validators.versions import ATTN_DP_SIZE, has_attn_dp_size
 
 HOOK = "srt/arg_groups/parallel_hook.py"
 # The most TP sizes a fix ever tries: more ranks than any one TP group has. A fix
@@ -37,6 +40,7 @@ VALIDATION = "srt/arg_groups/validation_hook.py"
     summary="--enable-dp-attention is the old spelling of --attn-dp-size",
     mirrors="parse",
     ref=f"{HOOK}:39",
+    since=ATTN_DP_SIZE,
 )
 def deprecated_dp_attention(inp: CheckInput) -> Iterator[Finding]:
     if not inp.value("enable_dp_attention"):
@@ -45,7 +49,7 @@ def deprecated_dp_attention(inp: CheckInput) -> Iterator[Finding]:
     translated = translates_deprecated_dp(inp) and n > 1
     if translated:
         detail = (
-            f"sglang 0.5.23 turns --enable-dp-attention --dp-size {n} into --attn-dp-size {n} "
+            f"sglang {inp.release} turns --enable-dp-attention --dp-size {n} into --attn-dp-size {n} "
             "(and dp_size 1) before anything else runs."
         )
         fix = Fix(
@@ -76,6 +80,7 @@ def deprecated_dp_attention(inp: CheckInput) -> Iterator[Finding]:
     summary="--attn-dp-size must be at least 1",
     mirrors="resolution",
     ref=f"{HOOK}:286",
+    since=ATTN_DP_SIZE,
 )
 def attn_dp_positive(inp: CheckInput) -> Iterator[Finding]:
     n = attn_dp_size(inp)
@@ -95,6 +100,7 @@ def attn_dp_positive(inp: CheckInput) -> Iterator[Finding]:
     summary="data-parallel replicas and attention DP cannot be combined",
     mirrors="resolution",
     ref=f"{HOOK}:288",
+    since=ATTN_DP_SIZE,
 )
 def dp_with_attn_dp(inp: CheckInput) -> Iterator[Finding]:
     a, d = attn_dp_size(inp), dp_size(inp)
@@ -132,6 +138,20 @@ def attn_dp_divides_tp(inp: CheckInput) -> Iterator[Finding]:
                 set={"tp_size": a},
             ),
         )
+        if not has_attn_dp_size(inp.release):
+            # before 0.5.22: handle_data_parallelism asserts on dp_size itself
+            yield Finding(
+                code="attn-dp-divides-tp",
+                severity=Severity.ERROR,
+                message=f"--dp-size {a} with --enable-dp-attention does not divide --tp-size {t}: "
+                "sglang stops with a bare AssertionError (assert tp_size % dp_size == 0)",
+                flags=("enable_dp_attention", "dp_size", "tp_size"),
+                fixes=fixes,
+                ref=f"{HOOK}:326",
+                detail="Attention DP splits the tensor-parallel group into --dp-size attention "
+                "replicas, so --tp-size must be a whole multiple of it.",
+            )
+            return
         yield Finding(
             code="attn-dp-divides-tp",
             severity=Severity.ERROR,
@@ -180,7 +200,10 @@ def multinode_dp(inp: CheckInput) -> Iterator[Finding]:
             code="multinode-dp-replicas",
             severity=Severity.ERROR,
             message="multi-node data-parallel replicas are not supported; use attention DP "
-            "(--attn-dp-size) across nodes",
+            "(--attn-dp-size) across nodes"
+            if has_attn_dp_size(inp.release)
+            # before 0.5.22 the same check (without DP attention) in its own words
+            else "multi-node data parallel is not supported unless dp attention!",
             flags=("dp_size", "nnodes"),
             ref=f"{VALIDATION}:199 (check_server_args)",
         )
@@ -386,12 +409,12 @@ card(
     "deprecated-dp-attention",
     "--enable-dp-attention is the old spelling of --attn-dp-size",
     what=(
-        "In sglang 0.5.23 attention data parallelism has its own flag, --attn-dp-size N. The old "
+        "From sglang 0.5.22 attention data parallelism has its own flag, --attn-dp-size N. The old "
         "--enable-dp-attention --dp-size N still works: the first resolution step rewrites it to "
         "--attn-dp-size N with --dp-size 1 and prints this deprecation warning. Alone (dp-size 1) "
         "it does nothing."
     ),
-    when="Launch lines from DeepSeek/Qwen MoE recipes written for sglang before 0.5.23.",
+    when="Launch lines from DeepSeek/Qwen MoE recipes written for sglang before 0.5.22 (where this spelling was the only one).",
     solutions=(
         "Write --attn-dp-size N instead of --enable-dp-attention --dp-size N.",
         "Check that the model supports attention DP at all (MiniCPM does not).",
@@ -424,7 +447,7 @@ card(
     "Data-parallel replicas and attention DP cannot be combined",
     what=(
         "--dp-size N runs N independent copies of the model; --attn-dp-size N splits attention "
-        "inside one tensor-parallel group. sglang 0.5.23 supports one or the other, not both."
+        "inside one tensor-parallel group. sglang 0.5.22 and later support one or the other, not both."
     ),
     when="Mixing the new --attn-dp-size with a --dp-size kept from an older line.",
     solutions=(
@@ -478,7 +501,8 @@ card(
 card(
     "multinode-dp-replicas",
     "Data-parallel replicas work on one node only",
-    what="sglang 0.5.23 refuses --dp-size > 1 with --nnodes > 1; across nodes, use attention DP.",
+    what="sglang refuses --dp-size > 1 (replicas) with --nnodes > 1; across nodes, use attention "
+    "DP (--attn-dp-size from 0.5.22, --enable-dp-attention --dp-size before).",
     when="Scaling a single-node replica setup to several nodes.",
     solutions=(
         "Run one sglang server per node (with a router in front), or use --attn-dp-size across nodes.",
@@ -486,7 +510,10 @@ card(
     before="sglang serve --model-path X --tp 8 --dp-size 2 --nnodes 2",
     after="sglang serve --model-path X --tp 16 --attn-dp-size 2 --nnodes 2",
     related=("nnodes-divides-tp", "dp-with-attn-dp"),
-    patterns=(r"multi-node data-parallel replicas are not supported",),
+    patterns=(
+        r"multi-node data-parallel replicas are not supported",
+        r"multi-node data parallel is not supported unless dp attention",
+    ),
     ref=f"sglang/{VALIDATION}:199",
 )
 

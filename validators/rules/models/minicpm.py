@@ -1,9 +1,16 @@
-"""MiniCPM and MiniCPM SALA, exactly as sglang 0.5.23 resolves them.
+"""MiniCPM and MiniCPM SALA, exactly as sglang 0.5.19–0.5.23 resolve them.
 
 Mirrors `srt/arg_groups/model_overrides/minicpm.py` (`_minicpm_sala_overrides`,
 registered for MiniCPMForCausalLM and MiniCPMSALAForCausalLM). sglang's provider
 stops at its first error; here every rule reports, so a user sees all problems
 at once, and the first error in sglang's order is the one sglang would raise.
+
+The provider first appears in 0.5.19; the releases differ in one rule. In
+0.5.19–0.5.21 the DP rule tests `cfg.enable_dp_attention` itself (minicpm.py:20
+there), so --enable-dp-attention is rejected even with --dp-size 1; from 0.5.22 it
+tests `attn_dp_enabled_of(cfg)` after --enable-dp-attention --dp-size N became
+--attn-dp-size N. The other rules are the same code in every release (only their
+line numbers move: validators/sourcelines.py).
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from sglaunch.validators.facts import CheckInput
 from sglaunch.validators.findings import Finding, Fix, Severity
 from sglaunch.validators.resolving import (
     BACKEND_FIELDS,
+    _int,
     attention_backend_not_set,
     attn_dp_enabled,
     attn_dp_size,
@@ -24,6 +32,7 @@ from sglaunch.validators.resolving import (
     tp_size,
     translates_deprecated_dp,
 )
+from sglaunch.validators.versions import OLDEST, has_attn_dp_size
 
 ARCHS = ("MiniCPMForCausalLM", "MiniCPMSALAForCausalLM")
 SRC = "srt/arg_groups/model_overrides/minicpm.py"
@@ -66,8 +75,12 @@ def _dense_backend(inp: CheckInput) -> str:
     mirrors="resolution",
     ref=f"{SRC}:18",
     architectures=ARCHS,
+    since=OLDEST,
 )
 def dp_attention(inp: CheckInput) -> Iterator[Finding]:
+    if not has_attn_dp_size(inp.release):
+        yield from _dp_attention_flag(inp)
+        return
     if not attn_dp_enabled(inp):
         return
     flags: list[str] = []
@@ -86,7 +99,7 @@ def dp_attention(inp: CheckInput) -> Iterator[Finding]:
     if translates_deprecated_dp(inp) and n > 1:
         flags += ["enable_dp_attention", "dp_size"]
         details.append(
-            f"sglang 0.5.23 turns --enable-dp-attention --dp-size {n} into attention DP "
+            f"sglang {inp.release} turns --enable-dp-attention --dp-size {n} into attention DP "
             f"(--attn-dp-size {n}) before the model check runs."
         )
         replicas_fit = n * tp_size(inp) * pp_size(inp) <= max(inp.gpu.count, 1)
@@ -119,6 +132,41 @@ def dp_attention(inp: CheckInput) -> Iterator[Finding]:
     )
 
 
+def _dp_attention_flag(inp: CheckInput) -> Iterator[Finding]:
+    """0.5.19–0.5.21: `if cfg.enable_dp_attention: raise` — the flag itself, whatever --dp-size."""
+    if not inp.value("enable_dp_attention"):
+        return
+    n = _int(inp.value("dp_size"))
+    fixes = [
+        Fix(
+            label="Turn off attention DP (keep tensor parallelism)",
+            unset=("enable_dp_attention", *(("dp_size",) if inp.is_set("dp_size") else ())),
+        )
+    ]
+    need = n * tp_size(inp) * pp_size(inp)
+    if n > 1 and (need <= max(inp.gpu.count, 1) or inp.gpu.count == 0):
+        fixes.append(
+            Fix(
+                label=f"Run {n} data-parallel replicas instead (needs {need} GPUs)",
+                unset=("enable_dp_attention",),
+            )
+        )
+    alone = (
+        " even with --dp-size 1, where later releases accept it"
+        if n <= 1
+        else f" (with --dp-size {n}, attention DP in this release)"
+    )
+    yield Finding(
+        code="minicpm-dp-attention",
+        severity=Severity.ERROR,
+        message=MSG_DP,
+        flags=("enable_dp_attention", "dp_size") if n > 1 else ("enable_dp_attention",),
+        fixes=tuple(fixes),
+        ref=f"{SRC}:18",
+        detail=f"sglang {inp.release}'s MiniCPM provider rejects --enable-dp-attention itself{alone}.",
+    )
+
+
 # --- rules 2 and 3: hybrid (sparse or lightning) layers ---------------------------
 
 
@@ -128,6 +176,7 @@ def dp_attention(inp: CheckInput) -> Iterator[Finding]:
     mirrors="resolution",
     ref=f"{SRC}:26",
     architectures=ARCHS,
+    since=OLDEST,
 )
 def hierarchical_cache(inp: CheckInput) -> Iterator[Finding]:
     if _has_hybrid(inp) and inp.value("enable_hierarchical_cache"):
@@ -149,6 +198,7 @@ def hierarchical_cache(inp: CheckInput) -> Iterator[Finding]:
     mirrors="resolution",
     ref=f"{SRC}:27",
     architectures=ARCHS,
+    since=OLDEST,
 )
 def radix_cache(inp: CheckInput) -> Iterator[Finding]:
     if _has_hybrid(inp) and inp.value("disable_radix_cache") is not True:
@@ -179,6 +229,7 @@ def radix_cache(inp: CheckInput) -> Iterator[Finding]:
     mirrors="resolution",
     ref=f"{SRC}:28",
     architectures=ARCHS,
+    since=OLDEST,
 )
 def force_dense(inp: CheckInput) -> Iterator[Finding]:
     if not _force_dense(inp):
@@ -216,6 +267,7 @@ def _uses_sparse_backend(inp: CheckInput) -> bool:
     mirrors="resolution",
     ref=f"{SRC}:54",
     architectures=ARCHS,
+    since=OLDEST,
 )
 def sparse_pd(inp: CheckInput) -> Iterator[Finding]:
     if _force_dense(inp) or not _has_sparse(inp) or not _uses_sparse_backend(inp):
@@ -254,6 +306,7 @@ def sparse_pd(inp: CheckInput) -> Iterator[Finding]:
     mirrors="resolution",
     ref=f"{SRC}:57",
     architectures=ARCHS,
+    since=OLDEST,
 )
 def sparse_backend(inp: CheckInput) -> Iterator[Finding]:
     if _force_dense(inp) or not _has_sparse(inp) or not attention_backend_not_set(inp):
@@ -280,10 +333,11 @@ card(
     "MiniCPM does not support DP attention",
     what=(
         "sglang's MiniCPM provider rejects attention data parallelism (attention DP) for every "
-        "MiniCPM and MiniCPM SALA model. Attention DP is on when the attention-DP size is above 1 "
-        "— including when sglang 0.5.23 translates the older spelling --enable-dp-attention "
-        "--dp-size N into --attn-dp-size N — or when --elastic-ep-join-mode scale joins an "
-        "attention-DP deployment."
+        "MiniCPM and MiniCPM SALA model. From sglang 0.5.22 attention DP is on when the "
+        "attention-DP size is above 1 — including when sglang translates the older spelling "
+        "--enable-dp-attention --dp-size N into --attn-dp-size N — or when "
+        "--elastic-ep-join-mode scale joins an attention-DP deployment. In 0.5.19–0.5.21 the "
+        "provider rejects --enable-dp-attention itself, even with --dp-size 1."
     ),
     when=(
         "Usually a launch line copied from a DeepSeek or Qwen MoE recipe, where "
