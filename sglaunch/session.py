@@ -260,6 +260,11 @@ class LaunchSession:
         self._gpu = self._derive_gpu()
         return self._changed()
 
+    def set_sglang_version(self, version: str | None) -> Report:
+        """The release the checks are for (the installed one, once it is known)."""
+        self.sglang_version = version
+        return self._changed()
+
     def set_probed(self, gpu: GpuFacts) -> Report:
         """What the GPU probe found; a chosen preset stays chosen."""
         self._probed = gpu

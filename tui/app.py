@@ -25,6 +25,7 @@ from sglaunch.errors import UserError
 from sglaunch.facts.model import hf_cached_repos
 from sglaunch.flags.launchline import LaunchLine
 from sglaunch.flags.schema import FlagSchema
+from sglaunch.revalidate import profile_named_version, version_changes
 from sglaunch.session import LaunchSession, inherited_env
 from sglaunch.tui import messages as m
 from sglaunch.tui.collaborators import Collaborators
@@ -49,9 +50,10 @@ from sglaunch.validators.cards import card_for
 from sglaunch.validators.facts import GpuMode
 from sglaunch.validators.findings import Finding, Fix, Severity
 from sglaunch.verdict import OracleRequest, Phase, TwoTier, Verdict
+from sglaunch.versions import VersionSource, choose, parse_named
 
 if TYPE_CHECKING:
-    from sglaunch.profiles import ProfileStore
+    from sglaunch.profiles import Profile, ProfileStore
 
 # a flag that runs code from the model folder: any change to it is said out loud
 SECURITY_FLAGS = {"trust_remote_code": "the model folder's own Python code will run in sglang"}
@@ -108,6 +110,7 @@ class SglaunchApp(App[int]):
         env: dict[str, str] | None = None,
         debounce: float = 0.35,
         profile: str | None = None,
+        sglang_version: str | None = None,
     ) -> None:
         super().__init__()
         self.schema = schema
@@ -120,6 +123,11 @@ class SglaunchApp(App[int]):
             default_python=collaborators.launch_python,
             inherited=inherited_env(os.environ),
         )
+        # the release the checks are for: named or the newest until the installed one answers
+        self.named_version = parse_named(sglang_version)
+        self.active = choose(None, self.named_version)
+        self.session.sglang_version = self.active.version
+        self.session.validate()
         if gpu_spec:
             self.session.choose_preset(gpu_spec)
         self.probing = not gpu_spec
@@ -135,6 +143,7 @@ class SglaunchApp(App[int]):
         self.last_refresh_ms: float = 0.0
         self.last_edit_done_at: float = 0.0
         self.first_frame_at: float | None = None
+        self._validated_with: str | None = None  # the opened profile's release, to compare
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -160,8 +169,9 @@ class SglaunchApp(App[int]):
                 self.load_model(self.initial_model)
             self.session.mark_clean()  # nothing typed yet: nothing to lose
         self.start_oracle()
-        if self.c.schema_loader is not None:
-            self.load_schema()
+        self.main.set_flags_title(f"{self.active.label()} · {len(self.schema)} flags")
+        if self.c.flag_facts is not None:
+            self.load_flag_facts(self.named_version)
         self.refresh_views()
 
     def on_unmount(self) -> None:
@@ -198,14 +208,13 @@ class SglaunchApp(App[int]):
         self.post_message(m.ModelLoaded(source, facts, started))
 
     @work(thread=True, exclusive=True, group="schema")
-    def load_schema(self) -> None:
-        assert self.c.schema_loader is not None
+    def load_flag_facts(self, named: str | None) -> None:
+        assert self.c.flag_facts is not None
         try:
-            schema = self.c.schema_loader()
+            facts = self.c.flag_facts(named)
         except Exception:
             return  # the bundled schema stays; only help text is missing
-        if schema is not None and schema.help_included:
-            self.post_message(m.SchemaLoaded(schema))
+        self.post_message(m.FlagFactsLoaded(facts))
 
     @work(thread=True, exclusive=True, group="oracle-start")
     def start_oracle(self) -> None:
@@ -235,7 +244,28 @@ class SglaunchApp(App[int]):
     @on(m.ModelLoaded)
     def _model_loaded(self, message: m.ModelLoaded) -> None:
         if self.session.model_loaded(message.source, message.facts):
+            self._say_version_changes()
             self.refresh_views()
+
+    def profile_opened(self, profile: Profile) -> None:
+        """A profile is the launch now: check for the release it names, unless one is known."""
+        validated = profile.validated
+        self._validated_with = validated.sglang_version if validated is not None else None
+        named = self.named_version or profile_named_version(validated)
+        if self.active.source is not VersionSource.INSTALLED and named != self.active.version:
+            self.active = choose(None, named)
+            self.session.set_sglang_version(self.active.version)
+            self.main.set_flags_title(f"{self.active.label()} · {len(self.schema)} flags")
+
+    def _say_version_changes(self) -> None:
+        """Once the profile's model is read: what differs from the release it was validated with."""
+        old, self._validated_with = self._validated_with, None
+        s = self.session
+        change = version_changes(
+            old, self.active.version, s.argv(), gpu=s.gpu, model=s.model, env=s.check_env()
+        )
+        if change is not None and not change.same:
+            self.notify("\n".join(change.lines()), title="sglang version", timeout=12)
 
     @on(m.ModelFailed)
     def _model_failed(self, message: m.ModelFailed) -> None:
@@ -246,12 +276,20 @@ class SglaunchApp(App[int]):
         self.notify(message.message + note, title="Model not loaded", severity="error", timeout=8)
         self.refresh_views(ask=False)
 
-    @on(m.SchemaLoaded)
-    def _schema_loaded(self, message: m.SchemaLoaded) -> None:
-        # same flags, now with sglang's help text: search covers it too
-        self.schema = message.schema
-        self.session.schema = message.schema
-        self.main.query_one(FlagEditor).set_schema(message.schema)
+    @on(m.FlagFactsLoaded)
+    def _flag_facts_loaded(self, message: m.FlagFactsLoaded) -> None:
+        facts = message.facts
+        self.active = facts.active
+        if facts.schema.help_included or facts.schema.sglang_version != self.schema.sglang_version:
+            # the installed release's own flags, with its help text: search covers it too
+            self.schema = facts.schema
+            self.session.schema = facts.schema
+            self.main.query_one(FlagEditor).set_schema(facts.schema)
+        self.session.set_sglang_version(facts.active.version)
+        self.main.set_flags_title(facts.summary())
+        for line in facts.lines():
+            self.notify(line, title="sglang version", severity="warning", timeout=10)
+        self.refresh_views()
 
     @on(m.OracleStarted)
     def _oracle_started(self, message: m.OracleStarted) -> None:
@@ -379,7 +417,7 @@ class SglaunchApp(App[int]):
 
     def update_title(self) -> None:
         self.title = title_text(self.session)
-        self.sub_title = subtitle_text(self.session, self.verdict)
+        self.sub_title = f"{subtitle_text(self.session, self.verdict)} · for {self.active.label()}"
 
     def preview(self) -> tuple[str, str]:
         if self.preview_mode == "yaml":

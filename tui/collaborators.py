@@ -10,10 +10,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sglaunch.flags.schema import FlagSchema
 from sglaunch.tui.server import ServerFactory
 from sglaunch.validators.facts import GpuFacts, ModelFacts
 from sglaunch.verdict import OracleClient
+from sglaunch.versions import FlagFacts
 
 
 @dataclass
@@ -26,7 +26,8 @@ class Collaborators:
     server_factory: ServerFactory | None = None
     # the interpreter that runs sglang for a launch (the oracle's, when found)
     launch_python: str | None = None
-    # the installed sglang's own flag schema (with help text), read off the event loop
-    schema_loader: Callable[[], FlagSchema | None] | None = None
+    # the installed sglang's flags (with help text) and the release the checks are for,
+    # read off the event loop: named release -> sglaunch.versions.FlagFacts
+    flag_facts: Callable[[str | None], FlagFacts] | None = None
     profile_dir: Path | None = None
     hf_cache_dirs: Sequence[Path] = field(default_factory=tuple)

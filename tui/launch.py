@@ -18,12 +18,22 @@ def run_tui(
     profile: str | None = None,
     gpu: str | None = None,
     sglang_python: str | None = None,
+    sglang_version: str | None = None,
 ) -> int:
+    from sglaunch.versions import parse_named
+
+    parse_named(sglang_version)  # a release sglaunch has no rules for is a one-line error now
     if profile is not None:
         from sglaunch.profiles import ProfileStore
 
         ProfileStore(None).load(profile)  # a missing or broken profile is a one-line error now
-    app = build_app(model=model, profile=profile, gpu=gpu, sglang_python=sglang_python)
+    app = build_app(
+        model=model,
+        profile=profile,
+        gpu=gpu,
+        sglang_python=sglang_python,
+        sglang_version=sglang_version,
+    )
     result = app.run()
     if app.return_code:  # an unhandled exception stopped the app; Textual printed it
         return int(app.return_code)
@@ -37,6 +47,7 @@ def build_app(
     gpu: str | None = None,
     sglang_python: str | None = None,
     with_oracle: bool = True,
+    sglang_version: str | None = None,
 ) -> SglaunchApp:
     from sglaunch.facts.gpu import probe_gpus
     from sglaunch.facts.model import hf_cache_dirs, load_model_facts
@@ -53,10 +64,10 @@ def build_app(
         if not with_oracle:
             raise ImportError("oracle disabled")
         from sglaunch.oracle.client import Oracle
-        from sglaunch.oracle.schema_cache import load_flag_schema
+        from sglaunch.versions import load_flag_facts
 
         collab.oracle = Oracle(python=sglang_python)
-        collab.schema_loader = lambda: load_flag_schema(sglang_python).schema
+        collab.flag_facts = lambda named: load_flag_facts(sglang_python, named)
     except ImportError:
         pass
     from sglaunch.oracle.interpreter import find_sglang_python
@@ -72,5 +83,6 @@ def build_app(
         model=model or (None if profile else f"example:{DEFAULT_EXAMPLE}"),
         gpu_spec=gpu,
         profile=profile,
+        sglang_version=sglang_version,
     )
     return app

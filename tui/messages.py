@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 
 if TYPE_CHECKING:
-    from sglaunch.flags.schema import FlagSchema
     from sglaunch.oracle.answer import OracleStatus
     from sglaunch.runtime import Diagnosis, MonitorEvent
     from sglaunch.validators.facts import GpuFacts, ModelFacts
     from sglaunch.verdict import OracleReply
+    from sglaunch.versions import FlagFacts
 
 
 class GpusProbed(Message):
@@ -53,10 +53,12 @@ class OracleAnswered(Message):
         self.reply = reply
 
 
-class SchemaLoaded(Message):
-    def __init__(self, schema: FlagSchema) -> None:
+class FlagFactsLoaded(Message):
+    """The installed sglang's flags were read, and which release the checks are for."""
+
+    def __init__(self, facts: FlagFacts) -> None:
         super().__init__()
-        self.schema = schema
+        self.facts = facts
 
 
 class CachedModelsListed(Message):

@@ -32,6 +32,7 @@ class ProfileFlow:
         except UserError as exc:
             self.app.notify(exc.message, title="Profile not loaded", severity="error", timeout=8)
             return
+        self.app.profile_opened(profile)
         if profile.model:
             self.app._load_model(profile.model)
         self.app.after_load()
@@ -43,7 +44,7 @@ class ProfileFlow:
         try:
             validate_name(name)
             # validated with: sglang's own check when it answered, else the rules' version
-            version = self.app.tiers.version or self.app.schema.sglang_version
+            version = self.app.tiers.version or self.app.active.version
             profile = session.to_profile(name, sglang_version=version)
             saved = self.store().save(profile)
         except UserError as exc:

@@ -102,7 +102,7 @@ def top_parser() -> Parser:
     p.add_argument(
         "--sglang-version",
         metavar="V",
-        help="with --apply: check for this sglang release (0.5.19 to 0.5.23) when none is "
+        help="check for this sglang release (0.5.19 to 0.5.23) when none is "
         "installed; an installed sglang's own version always wins",
     )
     return p
@@ -116,13 +116,17 @@ def _top(argv: Sequence[str]) -> int:
         from sglaunch.cli import apply
 
         return apply.run(args)
-    for flag in ("fix", "save", "detach", "json", "no_oracle", "sglang_version"):
+    for flag in ("fix", "save", "detach", "json", "no_oracle"):
         if getattr(args, flag):
             raise UserError(f"--{flag.replace('_', '-')} goes with --apply")
     from sglaunch.tui.launch import run_tui
 
     return run_tui(
-        model=args.model, profile=args.profile, gpu=args.gpu, sglang_python=args.sglang_python
+        model=args.model,
+        profile=args.profile,
+        gpu=args.gpu,
+        sglang_python=args.sglang_python,
+        sglang_version=args.sglang_version,
     )
 
 

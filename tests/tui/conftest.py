@@ -23,7 +23,7 @@ def make_app(
     gpu_spec: str | None = None,
     argv: list[str] | None = None,
     debounce: float = 0.05,
-    schema_loader: Callable[[], object] | None = None,
+    flag_facts: Callable[[str | None], object] | None = None,
     server_factory: object | None = None,
     profile: str | None = None,
     profile_dir: object | None = None,
@@ -35,7 +35,7 @@ def make_app(
         gpu_probe=lambda: probe_gpus(nvml=nvml, env={}),
         model_loader=load_model_facts,
         oracle=oracle,
-        schema_loader=schema_loader,
+        flag_facts=flag_facts,  # type: ignore[arg-type]
         server_factory=server_factory,
         profile_dir=profile_dir,
     )

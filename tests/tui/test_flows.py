@@ -323,7 +323,10 @@ async def test_help_text_from_sglang_is_shown_and_searchable() -> None:
         for f in base.flags
     ]
     with_help = FlagSchema(flags=flags, sglang_version=base.sglang_version, help_included=True)
-    app = make_app(gpu_spec="H100x8", schema_loader=lambda: with_help)
+    from sglaunch.versions import FlagFacts, VersionSource, choose
+
+    facts = FlagFacts(with_help, choose("0.5.23"), "flags read from sglang 0.5.23 (cached)")
+    app = make_app(gpu_spec="H100x8", flag_facts=lambda named: facts)
     async with app.run_test(size=(160, 50)) as pilot:
         await settle(app, pilot)
         await search(pilot, "prefix caching")
@@ -332,6 +335,9 @@ async def test_help_text_from_sglang_is_shown_and_searchable() -> None:
         assert keys == ["disable_radix_cache"]
         await pilot.pause()
         assert "Disable RadixAttention" in plain(app.screen.query_one("#flag-help"))
+        assert app.active.source is VersionSource.INSTALLED
+        assert "sglang 0.5.23 (installed)" in str(editor.border_title)
+        assert app.sub_title.endswith("for sglang 0.5.23 (installed)")
 
 
 async def test_launch_button_is_disabled_with_the_reason() -> None:

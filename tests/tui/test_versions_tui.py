@@ -1,0 +1,55 @@
+"""Which sglang release the TUI checks for, and saying so (issue 12)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sglaunch.profiles import Profile, ProfileStore, Validated
+from sglaunch.tui.widgets.flag_editor import FlagEditor
+from tests.tui.conftest import make_app, settle_app
+
+DP_ERROR = "MiniCPM does not support DP attention"
+
+
+def saved(root: Path, version: str) -> None:
+    ProfileStore(root).save(
+        Profile(
+            name="old",
+            model="example:minicpm-sala",
+            # dp-size 1: only 0.5.19-0.5.21 reject --enable-dp-attention itself
+            flags={"enable_dp_attention": True},
+            validated=Validated(version, ["NVIDIA H100 80GB HBM3"], 8, datetime.now(UTC)),
+        )
+    )
+
+
+async def test_a_profile_checks_for_the_release_it_was_validated_with(tmp_path: Path) -> None:
+    saved(tmp_path, "0.5.20")
+    app = make_app(gpu_spec="H100x8", model=None, profile="old", profile_dir=tmp_path)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle_app(app, pilot)
+        assert app.active.version == "0.5.20" and str(app.active.source) == "named"
+        assert DP_ERROR in [f.message for f in app.verdict.errors]
+        assert app.sub_title.endswith("for sglang 0.5.20 (named)")
+        assert "sglang 0.5.20 (named)" in str(app.main.query_one(FlagEditor).border_title)
+
+
+async def test_the_default_release_says_it_is_the_default_and_names_the_difference(
+    tmp_path: Path,
+) -> None:
+    saved(tmp_path, "0.5.20")
+    app = make_app(gpu_spec="H100x8", model=None, profile="old", profile_dir=tmp_path)
+    app.named_version = "0.5.23"  # as `sglaunch --sglang-version 0.5.23 --profile old`
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle_app(app, pilot)
+        assert app.active.version == "0.5.23"
+        assert DP_ERROR not in [f.message for f in app.verdict.errors]
+        notes = [n.message for n in app._notifications]
+        assert any(
+            "validated with sglang 0.5.20; now checked for sglang 0.5.23" in n for n in notes
+        )
+    plain = make_app(gpu_spec="H100x8")
+    async with plain.run_test(size=(160, 50)) as pilot:
+        await settle_app(plain, pilot)
+        assert plain.sub_title.endswith("for sglang 0.5.23 (default)")
