@@ -12,6 +12,9 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
+from sglaunch.validators.memory.baseline import MemoryFacts
+from sglaunch.validators.memory.shapes import ModelShapes, WeightBreakdown
+
 GIB = 1024**3
 
 
@@ -209,6 +212,9 @@ class ModelFacts:
     weight_source: str | None = None
     config_path: str = ""
     notes: tuple[str, ...] = ()
+    # the memory plan's inputs: attention/state shapes and per-tensor weight groups
+    shapes: ModelShapes | None = None
+    weights: WeightBreakdown | None = None
 
     @property
     def architecture(self) -> str:
@@ -261,6 +267,8 @@ class CheckInput:
     flag_issues: tuple[FlagIssue, ...] = ()
     # CLI spelling per dest, for messages ("tp_size" -> "--tp-size")
     cli_names: Mapping[str, str] = field(default_factory=dict)
+    # start-up memory beyond the GPU facts (calibration, --assume-free-gib)
+    memory: MemoryFacts | None = None
 
     def is_set(self, dest: str) -> bool:
         return dest in self.flags

@@ -23,6 +23,7 @@ from typing import Any
 from sglaunch import SGLANG_VERSION
 from sglaunch.errors import UserError
 from sglaunch.examples import EXAMPLES, example_dir
+from sglaunch.facts.memory_facts import with_memory_shapes, with_weight_breakdown
 from sglaunch.facts.weights import weight_bytes
 from sglaunch.validators.facts import ModelFacts
 
@@ -415,7 +416,7 @@ def facts_from_config(
             if sala.get("config_error")
             else facts.config_error_ref,
         )
-    return facts
+    return with_memory_shapes(facts, config, tcfg, sala)
 
 
 # --- loading ------------------------------------------------------------------------
@@ -496,7 +497,8 @@ def load_model_facts(
             )
     facts = facts_from_config(data, source, loaded_with=loaded_with, config_path=str(config_path))
     wbytes, wsource = weight_bytes(model_dir)
-    return replace(facts, weight_bytes=wbytes, weight_source=wsource)
+    facts = replace(facts, weight_bytes=wbytes, weight_source=wsource)
+    return with_weight_breakdown(facts, model_dir, data)
 
 
 def model_path_for_sglang(source: str, env: Mapping[str, str] | None = None) -> str:
