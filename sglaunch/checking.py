@@ -78,6 +78,9 @@ def check_flags(
     inp = build_input(
         parsed.values, gpu=gpu, model=model, env=env, schema=schema, issues=parsed.issues
     )
+    from sglaunch.memory.facts import with_memory_facts
+
+    inp = with_memory_facts(inp)  # issue 9: calibrated start-up cost for the memory rules
     report = validate(inp)
     return CheckResult(
         flags=dict(parsed.values),
@@ -182,6 +185,8 @@ def result_json(
     argv: Sequence[str],
     sglang_version: str | None,
 ) -> dict[str, Any]:
+    from sglaunch.memory.api import memory_json
+
     gpu = result.gpu
     model = result.model
     changed = None
@@ -239,6 +244,7 @@ def result_json(
         "resolved": resolved,
         "changed": changed,
         "sglang_error": oracle_error,
+        "memory": memory_json(result, schema),
         "argv": list(argv),
         "flags": result.flags,
         "normalized_argv": to_argv(result.flags, schema),

@@ -48,9 +48,21 @@ def read_hf_quant_config(model_dir: Path) -> dict[str, Any] | None:
 def with_weight_breakdown(
     facts: ModelFacts, model_dir: Path, config: Mapping[str, Any]
 ) -> ModelFacts:
-    """Per-tensor weight groups from the checkpoint's headers, when it has safetensors files."""
+    """Per-tensor weight groups from the checkpoint's headers, when it has safetensors files.
+
+    `config` is config.json as written. For a model type sglang registers itself, its
+    own config class wins over transformers' (srt/utils/hf_transformers/config.py), so
+    the shapes are read again from the file: transformers' class may fill in fields
+    sglang's lacks (Qwen3.5's layer_types where sglang reads full_attention_interval).
+    """
+    from sglaunch.facts.model import known_model_types, text_config
+
     hf_quant = read_hf_quant_config(model_dir)
-    if hf_quant is not None and facts.shapes is not None:
+    _, sglang_types = known_model_types()
+    own_type = str(config.get("model_type") or "") in sglang_types
+    if own_type and facts.loaded_with == "transformers" and not facts.is_minicpm_sala:
+        facts = with_memory_shapes(facts, config, text_config(config), None, hf_quant)
+    elif hf_quant is not None and facts.shapes is not None:
         algo = (hf_quant.get("quantization") or {}).get("kv_cache_quant_algo")
         if isinstance(algo, str):
             facts = replace(facts, shapes=replace(facts.shapes, kv_cache_quant_algo=algo))

@@ -474,6 +474,7 @@ def load_model_facts(
     model_dir = resolve_model_dir(source, env)
     config_path = model_dir / "config.json"
     data = read_config(config_path)
+    raw = data
     tf_types, _ = known_model_types()
     loaded_with = "json"
     if use_transformers and str(data.get("model_type") or "") in tf_types:
@@ -498,7 +499,7 @@ def load_model_facts(
     facts = facts_from_config(data, source, loaded_with=loaded_with, config_path=str(config_path))
     wbytes, wsource = weight_bytes(model_dir)
     facts = replace(facts, weight_bytes=wbytes, weight_source=wsource)
-    return with_weight_breakdown(facts, model_dir, data)
+    return with_weight_breakdown(facts, model_dir, raw)
 
 
 def model_path_for_sglang(source: str, env: Mapping[str, str] | None = None) -> str:

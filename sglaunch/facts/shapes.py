@@ -70,12 +70,12 @@ UNMIRRORED_LINEAR_TYPES = frozenset(
         "granitemoehybrid",
         "kimi_linear",
         "bailing_hybrid",
-        "qwen3_5",
-        "qwen3_5_moe",
         "jet_nemotron",
         "zaya",
     }
 )
+# text configs built on sglang's Qwen3NextConfig (configs/qwen3_5.py:15-16, 119-120)
+GDN_TEXT_TYPES = frozenset({"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"})
 _KV_HEAD_KEYS = (
     "n_head_kv",
     "num_kv_heads",
@@ -199,7 +199,8 @@ def shapes_from_config(
         return _mla(tcfg, common, problems)
     if model_type == "minicpm_sala":
         return _sala(config, tcfg, sala or {}, common, problems)
-    if model_type == "qwen3_next" or arch == "Qwen3NextForCausalLM":
+    text_type = str(tcfg.get("model_type") or model_type)
+    if text_type in GDN_TEXT_TYPES or arch == "Qwen3NextForCausalLM":
         return _qwen3_next(tcfg, common, problems)
     if model_type in UNMIRRORED_LINEAR_TYPES:
         problems.append(f"the state cache of {model_type} models is not mirrored by sglaunch")
@@ -317,17 +318,15 @@ def _qwen3_next(
     """Qwen3NextConfig.layers_block_type / mamba2_cache_params (configs/qwen3_next.py:259-313)."""
     interval = _int(tcfg.get("full_attention_interval"))
     n = common["num_layers"]
-    types = tcfg.get("layer_types")
     if interval:
         full_ids = tuple(i for i in range(n) if (i + 1) % interval == 0)
         lin_ids = tuple(i for i in range(n) if (i + 1) % interval != 0)
-    elif isinstance(types, list) and len(types) >= n:
-        # transformers' own Qwen3NextConfig keeps the same split as layer_types
-        full_ids = tuple(i for i in range(n) if types[i] == "full_attention")
-        lin_ids = tuple(i for i in range(n) if types[i] == "linear_attention")
     else:
+        # sglang's own config class reads only full_attention_interval (layer_types is
+        # transformers'): without it sglang fails with AttributeError while sizing the state
         problems.append(
-            "a Qwen3-Next config needs full_attention_interval (configs/qwen3_next.py:264)"
+            "the text config has no full_attention_interval, which sglang's Qwen3NextConfig "
+            "reads to place the linear-attention layers (configs/qwen3_next.py:264)"
         )
         full_ids, lin_ids = (), tuple(range(n))
 

@@ -167,6 +167,13 @@ def _weights(inp: CheckInput, k: Knobs) -> tuple[int | None, str | None, list[st
     w = m.weights
     if w is not None and w.layers:
         per_gpu = max_rank_weight_bytes(w, tp=k.tp, attn_tp=k.attn_tp, pp=k.pp)
+        if w.source == "config" and m.weight_bytes and w.total_bytes:
+            # the index's total_size is the checkpoint's real size: keep the config's split
+            per_gpu = int(per_gpu * m.weight_bytes / w.total_bytes)
+            notes.append(
+                f"weights: {m.weight_source}'s total, split over the GPUs as the config's shapes split"
+            )
+            return per_gpu, "safetensors", notes
         quant = inp.value("quantization")
         if quant in ONLINE_8BIT and not m.quantization:
             per_gpu = _online_8bit(w, k, m.shapes.dtype if m.shapes is not None else "bfloat16")

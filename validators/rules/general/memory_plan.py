@@ -106,6 +106,15 @@ def topology_and_quant_fixes(inp: CheckInput, plan: MemoryPlan) -> tuple[Fix, ..
     return _vetted(inp, candidates, lambda p: p.error is not None)
 
 
+def _cap_fixes(inp: CheckInput) -> list[Fix]:
+    """A --max-total-tokens that caps the pool below what the memory holds."""
+    if inp.is_set("max_total_tokens"):
+        return [
+            Fix("Remove --max-total-tokens (let sglang size the pool)", unset=("max_total_tokens",))
+        ]
+    return []
+
+
 def _kv_fixes(inp: CheckInput, plan: MemoryPlan) -> list[Fix]:
     out = []
     if (
@@ -161,6 +170,7 @@ def pool_empty(inp: CheckInput) -> Iterator[Finding]:
     if e is None or e.kind != "empty":
         return
     candidates = [
+        *_cap_fixes(inp),
         *_fraction_fixes(plan, plan.knobs.mem_fraction_static + 0.01),
         *_kv_fixes(inp, plan),
         *_topology_fixes(inp, plan),
@@ -203,6 +213,7 @@ def pool_below_context(inp: CheckInput) -> Iterator[Finding]:
     k = plan.knobs
     tokens = plan.max_total_num_tokens or 0
     candidates = [
+        *_cap_fixes(inp),
         *_kv_fixes(inp, plan),
         *_topology_fixes(inp, plan),
         *_fraction_fixes(plan, k.mem_fraction_static + 0.02),
@@ -315,6 +326,21 @@ def state_too_small(inp: CheckInput) -> Iterator[Finding]:
     if e is None or e.kind != "state":
         return
     candidates: list[Fix] = []
+    if inp.is_set("max_mamba_cache_size"):
+        candidates.append(
+            Fix(
+                "Remove --max-mamba-cache-size (sglang sizes the state from the budget)",
+                unset=("max_mamba_cache_size",),
+            )
+        )
+    mrr = inp.value("max_running_requests")
+    if isinstance(mrr, int) and mrr > 1:
+        candidates.append(
+            Fix(
+                f"Run fewer requests at once: --max-running-requests {mrr // 2}",
+                set={"max_running_requests": mrr // 2},
+            )
+        )
     if inp.value("mamba_ssm_dtype") != "bfloat16":
         candidates.append(
             Fix("Halve the state: --mamba-ssm-dtype bfloat16", set={"mamba_ssm_dtype": "bfloat16"})
