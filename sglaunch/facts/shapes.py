@@ -74,6 +74,11 @@ UNMIRRORED_LINEAR_TYPES = frozenset(
         "zaya",
     }
 )
+# the vision tower sglang's config class creates when config.json has none
+DEFAULT_VISION: dict[str, Mapping[str, int]] = {
+    "MiniCPMV4_6ForConditionalGeneration": {"num_hidden_layers": 27, "hidden_size": 1152},
+    "MiniCPMV4_7ForConditionalGeneration": {"num_hidden_layers": 27, "hidden_size": 1152},
+}
 # text configs built on sglang's Qwen3NextConfig (configs/qwen3_5.py:15-16, 119-120)
 GDN_TEXT_TYPES = frozenset({"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"})
 _KV_HEAD_KEYS = (
@@ -178,6 +183,9 @@ def shapes_from_config(
     vision = (
         config.get("vision_config") if isinstance(config.get("vision_config"), Mapping) else None
     )
+    if vision is None and arch in DEFAULT_VISION:
+        # sglang's own config class builds a default vision config (configs/minicpmv4_6.py:127-128)
+        vision = DEFAULT_VISION[arch]
     common: dict[str, Any] = {
         "num_layers": layers or 0,
         "num_kv_heads": kv or 0,

@@ -36,5 +36,5 @@ def plan_numbers(plan: MemoryPlan) -> dict[str, Any]:
         "max_running_requests": plan.max_running_requests,
         "swa_tokens": plan.swa_tokens,
         "max_mamba_cache_size": plan.state_slots,
-        "error": error.message if error is not None else None,
+        "error": (error.sglang_message or error.message) if error is not None else None,
     }

@@ -65,6 +65,9 @@ class PlanError:
     ref: str
     minimum_fraction: float | None = None
     suggested_fraction: float | None = None
+    # what sglang's budget check itself would say were the weights to load (with
+    # emulated memory they do): the differential test compares this one
+    sglang_message: str | None = None
 
 
 @dataclass(frozen=True)
@@ -364,6 +367,7 @@ def _plan(inp: CheckInput, resolved: Mapping[str, Any] | None) -> MemoryPlan:
             f"the weights need {weights / GIB:.2f} GiB per GPU, more than the {pre_gib:.2f} GiB free "
             "at the baseline: loading runs out of CUDA memory before the KV cache is sized",
             "srt/model_executor/model_runner.py:1270-1380 (load_model)",
+            sglang_message=_budget_message(k, shapes, pre_gib, weights),
         )
     elif shapes is None or weights is None or shapes.problems:
         if shapes is None:
@@ -379,6 +383,19 @@ def _plan(inp: CheckInput, resolved: Mapping[str, Any] | None) -> MemoryPlan:
     return _finish(
         inp, k, b, weights, wsource, kv, result, error, slack, need, problems, assumptions
     )
+
+
+def _budget_message(k: Knobs, shapes: ModelShapes | None, pre_gib: float, weights: int) -> str | None:
+    """The error sglang's budget check raises for weights that exceed the baseline."""
+    if shapes is None or shapes.problems:
+        return None
+    try:
+        _tokens(k, shapes, resolve_kv_dtype(k.kv_cache_dtype, shapes), pre_gib, weights)
+    except PoolError as exc:
+        return exc.message
+    except CellError:
+        return None
+    return None
 
 
 def _knob_notes(k: Knobs) -> list[str]:

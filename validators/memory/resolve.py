@@ -51,6 +51,16 @@ _MM_BCG_ARCHS = frozenset(
         "MiniMaxM3SparseForCausalLM",
     }
 )
+_QWEN3_5_HYBRID_ARCHS = frozenset(
+    {
+        "Qwen3NextForCausalLM",
+        "Qwen3_5MoeForConditionalGeneration",
+        "InternS2PreviewForConditionalGeneration",
+        "InternS2MobiusForConditionalGeneration",
+        "Qwen3_5ForConditionalGeneration",
+    }
+)
+_MINICPMV_ARCHS = frozenset({"MiniCPMV4_6ForConditionalGeneration", "MiniCPMV4_7ForConditionalGeneration"})
 _MINICPM_SPARSE_BACKENDS = ("minicpm_flashattn", "minicpm_flashinfer")
 # _MAMBA_EXTRA_BUFFER_ARCHS (arg_groups/overrides.py:403-435), the ones with mirrored state shapes
 _EXTRA_BUFFER_ARCHS = frozenset({"Qwen3NextForCausalLM"})
@@ -157,11 +167,23 @@ def _backends(inp: CheckInput, shapes: ModelShapes | None) -> tuple[str, ...]:
     if chosen:
         return tuple(dict.fromkeys(chosen))
     model = inp.model
+    if model is not None and model.architecture in _MINICPMV_ARCHS and _is_sm100(inp.gpu):
+        return ("triton",)  # arg_groups/model_overrides/minicpmv.py:12-17
     if model is not None and model.has_minicpm_sparse_attention:
         # arg_groups/model_overrides/minicpm.py:55-60
         return ("minicpm_flashinfer" if inp.gpu.is_blackwell else "minicpm_flashattn",)
     sinks = shapes.has_attention_sinks if shapes is not None else False
     return (default_attention_backend(inp.gpu, shapes, sinks),)
+
+
+def _qwen3_5_override(inp: CheckInput) -> bool:
+    model = inp.model
+    return (
+        model is not None
+        and model.architecture in _QWEN3_5_HYBRID_ARCHS
+        and _is_sm100(inp.gpu)
+        and not any(inp.value(k) for k in ("attention_backend",))
+    )
 
 
 def page_size_for(flag: int | None, backends: tuple[str, ...], mla: bool, gpu: GpuFacts) -> int:
@@ -319,6 +341,12 @@ def resolve_knobs(inp: CheckInput, resolved: Mapping[str, Any] | None = None) ->
         mfs = mfs_flag
     backends = _backends(inp, shapes)
     page = page_size_for(_int(v("page_size")), backends, mla, inp.gpu)
+    if _qwen3_5_override(inp):
+        # _qwen3_5_hybrid_overrides (arg_groups/model_overrides/qwen3_5.py:17-47): on SM100 the
+        # radix cache (strategy not yet resolved) keeps triton and page 1
+        trtllm = bool(v("disable_radix_cache")) or v("speculative_algorithm") is not None
+        backends = ("trtllm_mha",) if trtllm else ("triton",)
+        page = 64 if trtllm else 1
     ctx = _int(v("context_length")) or (model.context_length if model is not None else None) or 2048
     if dp_on:
         cps = cps // adp  # handle_data_parallelism, parallel_hook.py:326-331
@@ -360,7 +388,9 @@ def resolve_knobs(inp: CheckInput, resolved: Mapping[str, Any] | None = None) ->
         max_mamba_cache_size=_int(v("max_mamba_cache_size")),
         mamba_ssm_dtype=v("mamba_ssm_dtype"),
         mamba_extra_buffer=strategy.startswith("extra_buffer"),
-        mamba_overlap=overlap,
+        # _pipeline_parallel_overlap_disable (arg_groups/overrides.py:1623-1627) runs after
+        # the strategy is chosen: it changes the tracking slots, not the strategy
+        mamba_overlap=overlap and pp == 1,
         mamba_lazy=strategy == "extra_buffer_lazy",
         attention_backends=backends,
         multimodal=multimodal,
