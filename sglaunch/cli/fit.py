@@ -205,8 +205,8 @@ def print_plan(plan: MemoryPlan, err: TextIO, paint: Painter) -> None:
     )
     print(f"Memory plan per GPU ({layout}): {paint(verdict, color)}", file=err)
     rows: list[tuple[str, str, str]] = []
-    for label, value in plan.waterfall():
-        rows.append((label, _g(value), ""))
+    for label, size in plan.waterfall():
+        rows.append((label, _g(size), ""))
     b = plan.baseline
     if b is not None:
         rows[2] = (rows[2][0], rows[2][1], b.source)

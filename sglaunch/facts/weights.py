@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 import struct
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -133,7 +133,8 @@ def _classify(
 ) -> None:
     size = _tensor_bytes(info)
     low = name.lower()
-    shape = info.get("shape") if isinstance(info.get("shape"), list) else []
+    raw_shape = info.get("shape")
+    shape: list[Any] = raw_shape if isinstance(raw_shape, list) else []
     dtype = str(info.get("dtype") or "?")
     assert acc.dtypes is not None
     acc.dtypes[dtype] = acc.dtypes.get(dtype, 0) + size
@@ -160,12 +161,14 @@ def _classify(
     mla = shapes.family == "mla"
     if len(shape) <= 1 or any(t in low for t in _REPLICATED):
         slot[3] += size
-    elif full and not mla and any(t in low for t in _KV):
-        slot[1] += size
-    elif full and not mla and any(t in low for t in _FUSED_QKV):
+    elif (
+        full and not mla and any(t in low for t in _FUSED_QKV)
+    ):  # before _KV: "qkv_proj" ends in "v_proj"
         kv = int(size * qkv_kv_share)
         slot[1] += kv
         slot[0] += size - kv
+    elif full and not mla and any(t in low for t in _KV):
+        slot[1] += size
     elif any(t in low for t in _ATTN):
         slot[0] += size
     else:
@@ -173,7 +176,7 @@ def _classify(
 
 
 def breakdown_from_headers(
-    headers: list[Mapping[str, Any]], shapes: ModelShapes, heads: int | None, tied: bool
+    headers: Sequence[Mapping[str, Any]], shapes: ModelShapes, heads: int | None, tied: bool
 ) -> WeightBreakdown:
     """Group every tensor of the checkpoint by how sglang shards it over TP and PP ranks."""
     acc = _Acc(layers={}, embed=[0, 0], head=[0, 0], dtypes={})

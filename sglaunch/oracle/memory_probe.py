@@ -158,11 +158,11 @@ def _one_stage(kvc: Any, pre_gib: float, min_tokens: int | None) -> dict[str, An
             tensor.fill_(min(int(tensor.item()), min_tokens))
 
     original = torch.distributed.all_reduce
-    torch.distributed.all_reduce = all_reduce  # type: ignore[assignment]
+    torch.distributed.all_reduce = all_reduce
     try:
         config = kvc._resolve_memory_pool_config(pre_gib)
     finally:
-        torch.distributed.all_reduce = original  # type: ignore[assignment]
+        torch.distributed.all_reduce = original
     configurator = create_memory_pool_configurator(kvc)
     cell = getattr(configurator, "_cell_size", None)
     return {

@@ -31,7 +31,12 @@ from tests.conftest import MODELS, make_input
 
 pytestmark = [pytest.mark.oracle, pytest.mark.timeout(900)]
 
-EXAMPLES = ["example:llama-3.1-8b", "example:minicpm-sala", "example:minicpm-v-4.6", "example:minicpm4-8b"]
+EXAMPLES = [
+    "example:llama-3.1-8b",
+    "example:minicpm-sala",
+    "example:minicpm-v-4.6",
+    "example:minicpm4-8b",
+]
 TEST_MODELS = sorted(p.name for p in MODELS.iterdir() if (p / "config.json").is_file())
 ALL_MODELS = EXAMPLES + TEST_MODELS
 GPUS = ["H100x8", "H200x8", "A100-40GBx8", "L40Sx8", "RTX5090x8", "B200x8"]
@@ -39,7 +44,14 @@ TPS = [1, 2, 4, 8]
 FLAG_SETS = [
     [],
     ["--mem-fraction-static", "0.6", "--kv-cache-dtype", "fp8_e4m3"],
-    ["--max-total-tokens", "100000", "--chunked-prefill-size", "4096", "--cuda-graph-max-bs-decode", "64"],
+    [
+        "--max-total-tokens",
+        "100000",
+        "--chunked-prefill-size",
+        "4096",
+        "--cuda-graph-max-bs-decode",
+        "64",
+    ],
 ]
 # the models whose pool sglaunch does not size (a problem line in the plan); sglang
 # itself fails on these trimmed configs (see test_unsized_models_are_the_expected_ones)
@@ -68,7 +80,11 @@ EXTRA = [
     ("example:llama-3.1-8b", "A100-40GBx8", ["--tp-size", "1", "--pp-size", "4"]),
     ("example:llama-3.1-8b", "H100x8", ["--page-size", "64", "--max-running-requests", "100"]),
     ("qwen3-next-80b", "H200x8", ["--tp-size", "2", "--pp-size", "2"]),
-    ("qwen3-next-80b", "H100x8", ["--tp-size", "4", "--max-running-requests", "64", "--disable-radix-cache"]),
+    (
+        "qwen3-next-80b",
+        "H100x8",
+        ["--tp-size", "4", "--max-running-requests", "64", "--disable-radix-cache"],
+    ),
     ("gpt-oss-20b-bf16", "H100x8", ["--tp-size", "2", "--pp-size", "2"]),
     ("gpt-oss-20b-bf16", "L40Sx8", ["--swa-full-tokens-ratio", "0.3"]),
     ("example:minicpm-sala", "H100x8", ["--pp-size", "2"]),
@@ -98,7 +114,9 @@ def outcomes(sglang_python: str) -> list[Outcome]:
             plan = plan_memory(inp)
             source = model if model.startswith("example:") else str(MODELS / model)
             full = ["--model-path", model_path_for_sglang(source), *argv]
-            answer = oracle.resolve(full, {}, inp.gpu, memory=oracle_memory_request(plan, inp.model))
+            answer = oracle.resolve(
+                full, {}, inp.gpu, memory=oracle_memory_request(plan, inp.model)
+            )
             out.append(Outcome(model, gpu, tuple(argv), plan, answer))
     elapsed = time.perf_counter() - t0
     print(f"\nmemory differential: {len(out)} launches through sglang in {elapsed:.0f} s")
@@ -125,7 +143,12 @@ def test_knobs_equal_sglangs_resolution(outcomes: list[Outcome]) -> None:
         r = _resolved(o)
         k = o.plan.knobs
         decode = (r.get("cuda_graph_config") or {}).get("decode") or {}
-        theirs = (r.get("mem_fraction_static"), r.get("chunked_prefill_size"), decode.get("max_bs"), r.get("page_size"))
+        theirs = (
+            r.get("mem_fraction_static"),
+            r.get("chunked_prefill_size"),
+            decode.get("max_bs"),
+            r.get("page_size"),
+        )
         ours = (k.mem_fraction_static, k.chunked_prefill_size, k.decode_max_bs, k.page_size)
         if theirs != ours:
             wrong.append(f"{o.label}: sglang {theirs} built-in {ours}")
@@ -144,13 +167,29 @@ def test_pool_equals_sglangs_pool_configurator(outcomes: list[Outcome]) -> None:
         if mem.get("error"):
             compared["error"] += 1
             if ours["error"] != mem["error"]["message"]:
-                wrong.append(f"{o.label}: sglang raised {mem['error']['message']!r}, built-in {ours['error']!r}")
+                wrong.append(
+                    f"{o.label}: sglang raised {mem['error']['message']!r}, built-in {ours['error']!r}"
+                )
             continue
         compared["sized"] += 1
-        theirs = {k: mem.get(k) for k in ("max_total_num_tokens", "max_running_requests", "swa_tokens", "max_mamba_cache_size")}
+        theirs = {
+            k: mem.get(k)
+            for k in (
+                "max_total_num_tokens",
+                "max_running_requests",
+                "swa_tokens",
+                "max_mamba_cache_size",
+            )
+        }
         mine = {k: ours[k] for k in theirs}
-        if ours["error"] is not None and o.plan.error is not None and o.plan.error.kind == "sala-page":
-            mine["max_running_requests"] = theirs["max_running_requests"]  # fails later, at backend init
+        if (
+            ours["error"] is not None
+            and o.plan.error is not None
+            and o.plan.error.kind == "sala-page"
+        ):
+            mine["max_running_requests"] = theirs[
+                "max_running_requests"
+            ]  # fails later, at backend init
         if theirs != mine:
             wrong.append(f"{o.label}: sglang {theirs} built-in {mine} ({ours['error']})")
     print(f"pool comparisons: {dict(compared)}")
@@ -160,7 +199,11 @@ def test_pool_equals_sglangs_pool_configurator(outcomes: list[Outcome]) -> None:
 
 def test_unsized_models_are_the_expected_ones(outcomes: list[Outcome]) -> None:
     """Where the plan has no token count, it says why, and sglang's own sizing fails too."""
-    unsized = {o.model for o in outcomes if o.answer.ok and o.plan.max_total_num_tokens is None and o.plan.error is None}
+    unsized = {
+        o.model
+        for o in outcomes
+        if o.answer.ok and o.plan.max_total_num_tokens is None and o.plan.error is None
+    }
     assert unsized == UNSIZED
     for o in outcomes:
         if o.model in UNSIZED and o.answer.ok and o.answer.memory is not None:

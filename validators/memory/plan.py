@@ -183,10 +183,6 @@ def _weights(inp: CheckInput, k: Knobs) -> tuple[int | None, str | None, list[st
             notes.append(
                 f"--quantization {quant} on an unquantized checkpoint: linear weights counted at 1 byte (estimate)"
             )
-        if w.source == "config":
-            notes.append(
-                "weights estimated from the config's shapes (no safetensors headers found)"
-            )
         notes.extend(w.notes)
         return per_gpu, w.source, notes
     if m.weight_bytes:
@@ -354,6 +350,9 @@ def _plan(inp: CheckInput, resolved: Mapping[str, Any] | None) -> MemoryPlan:
     shapes = inp.model.shapes if inp.model is not None else None
     if shapes is not None:
         problems.extend(shapes.problems)
+    if shapes is not None and k.pp > max(shapes.num_layers, 1):
+        problems.append(f"--pp-size {k.pp} is more than the model's {shapes.num_layers} layers")
+        shapes = replace(shapes, problems=(*shapes.problems, problems[-1]))
     pre_gib = b.free_bytes / GIB
     slack = int(pre_gib * (1 - k.mem_fraction_static) * GIB)
     need = _reserve_need(k, b)
@@ -369,7 +368,9 @@ def _plan(inp: CheckInput, resolved: Mapping[str, Any] | None) -> MemoryPlan:
             "srt/model_executor/model_runner.py:1270-1380 (load_model)",
             sglang_message=_budget_message(k, shapes, pre_gib, weights),
         )
-    elif shapes is None or weights is None or shapes.problems:
+    elif (
+        shapes is None or weights is None or shapes.problems or len(problems) > len(shapes.problems)
+    ):
         if shapes is None:
             problems.append("the model's attention shapes are unknown: no KV cell size")
     else:
@@ -385,7 +386,9 @@ def _plan(inp: CheckInput, resolved: Mapping[str, Any] | None) -> MemoryPlan:
     )
 
 
-def _budget_message(k: Knobs, shapes: ModelShapes | None, pre_gib: float, weights: int) -> str | None:
+def _budget_message(
+    k: Knobs, shapes: ModelShapes | None, pre_gib: float, weights: int
+) -> str | None:
     """The error sglang's budget check raises for weights that exceed the baseline."""
     if shapes is None or shapes.problems:
         return None

@@ -60,7 +60,9 @@ _QWEN3_5_HYBRID_ARCHS = frozenset(
         "Qwen3_5ForConditionalGeneration",
     }
 )
-_MINICPMV_ARCHS = frozenset({"MiniCPMV4_6ForConditionalGeneration", "MiniCPMV4_7ForConditionalGeneration"})
+_MINICPMV_ARCHS = frozenset(
+    {"MiniCPMV4_6ForConditionalGeneration", "MiniCPMV4_7ForConditionalGeneration"}
+)
 _MINICPM_SPARSE_BACKENDS = ("minicpm_flashattn", "minicpm_flashinfer")
 # _MAMBA_EXTRA_BUFFER_ARCHS (arg_groups/overrides.py:403-435), the ones with mirrored state shapes
 _EXTRA_BUFFER_ARCHS = frozenset({"Qwen3NextForCausalLM"})
@@ -126,6 +128,13 @@ def _float(value: Any, default: float | None = None) -> float | None:
     if isinstance(value, int | float):
         return float(value)
     return default
+
+
+MAX_PARALLEL = 4096
+
+
+def _clamp(value: int) -> int:
+    return min(max(value, 1), MAX_PARALLEL)
 
 
 def gpu_memory_mib(gpu: GpuFacts) -> float | None:
@@ -269,8 +278,9 @@ def _graphs_from_resolved(resolved: Mapping[str, Any], fallback: GraphSettings) 
     cfg = resolved.get("cuda_graph_config")
     if not isinstance(cfg, Mapping):
         return fallback
-    dec = cfg.get("decode") if isinstance(cfg.get("decode"), Mapping) else {}
-    pre = cfg.get("prefill") if isinstance(cfg.get("prefill"), Mapping) else {}
+    raw_dec, raw_pre = cfg.get("decode"), cfg.get("prefill")
+    dec: Mapping[str, Any] = raw_dec if isinstance(raw_dec, Mapping) else {}
+    pre: Mapping[str, Any] = raw_pre if isinstance(raw_pre, Mapping) else {}
     bs = pre.get("bs")
     return GraphSettings(
         decode_enabled=dec.get("backend", "full") != "disabled",
@@ -286,8 +296,9 @@ def resolve_knobs(inp: CheckInput, resolved: Mapping[str, Any] | None = None) ->
     model = inp.model
     shapes = model.shapes if model is not None else None
     v = inp.value
-    tp, pp = max(tp_size(inp), 1), max(pp_size(inp), 1)
-    adp, dp = max(attn_dp_size(inp), 1), max(dp_size(inp), 1)
+    # clamped: a typed 10**12 must not make the plan loop (the parallel rules report it)
+    tp, pp = _clamp(tp_size(inp)), _clamp(pp_size(inp))
+    adp, dp = _clamp(attn_dp_size(inp)), _clamp(dp_size(inp))
     dp_on = attn_dp_enabled(inp)
     gpu_mem = gpu_memory_mib(inp.gpu)
     tier = gpu_tier(gpu_mem, tp)
