@@ -26,6 +26,7 @@ MEMORY_CODES = frozenset(
         "memory-swa-pool-too-small",
         "memory-state-cache-too-small",
         "memory-plan-shape",
+        "memory-tp-unbalanced",
         "weights-exceed-gpu-memory",
     }
 )
@@ -129,8 +130,10 @@ def test_rule(
 
 
 def test_every_memory_rule_has_a_bad_and_a_good_case() -> None:
-    assert {c[0] for c in CASES if c[4] is not None} == MEMORY_CODES
-    assert {c[0] for c in CASES if c[4] is None} == MEMORY_CODES
+    # memory-tp-unbalanced needs NVML facts (busy GPUs): test_tp_memory_balance has its cases
+    table = MEMORY_CODES - {"memory-tp-unbalanced"}
+    assert {c[0] for c in CASES if c[4] is not None} == table
+    assert {c[0] for c in CASES if c[4] is None} == table
 
 
 BAD = [c for c in CASES if c[4] is not None]
@@ -171,6 +174,40 @@ def test_fixes_go_the_right_way() -> None:
         fix.set["mem_fraction_static"] for fix in g.fixes if "mem_fraction_static" in fix.set
     ]
     assert lowered and all(v < 0.93 for v in lowered)
+
+
+def _busy_gpus(busy_gib: float, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+    from sglaunch.validators.facts import GpuDevice, GpuFacts, GpuMode
+
+    total = 81559 << 20
+    frees = [total - (1 << 29), total - int(busy_gib * (1 << 30))]
+    devices = tuple(
+        GpuDevice(i, "NVIDIA H100 80GB HBM3", total, (9, 0), memory_free=f)
+        for i, f in enumerate(frees)
+    )
+    inp = make_input(LLAMA, ["--tp", "2"], "H100x2", env=env)
+    return replace(
+        inp,
+        gpu=GpuFacts(mode=GpuMode.NVML, devices=devices, driver_version="575", cuda_version="12.9"),
+    )
+
+
+def test_tp_memory_balance() -> None:
+    """bootstrap.py:441-452: MIN baseline < 0.9 × a rank's own raises (environ.py:500 makes it raise)."""
+    bad = [f for f in validate(_busy_gpus(20)).findings if f.code == "memory-tp-unbalanced"]
+    assert [f.severity for f in bad] == [E]
+    assert bad[0].message.startswith(
+        "The memory capacity is unbalanced. Some GPUs may be occupied by other processes. pre_model_load_memory="
+    )
+    warn = validate(_busy_gpus(20, {"SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK": "0"}))
+    assert [f.severity for f in warn.findings if f.code == "memory-tp-unbalanced"] == [W]
+    assert not [f for f in validate(_busy_gpus(2)).findings if f.code == "memory-tp-unbalanced"]
+    # planning presets have no other processes
+    assert not [
+        f
+        for f in validate(make_input(LLAMA, ["--tp", "2"], "H100x2")).findings
+        if f.code == "memory-tp-unbalanced"
+    ]
 
 
 def test_topology_fixes_stay_within_the_gpus() -> None:

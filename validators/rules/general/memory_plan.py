@@ -386,6 +386,43 @@ def plan_shape(inp: CheckInput) -> Iterator[Finding]:
     )
 
 
+BALANCE_REF = "srt/distributed/bootstrap.py:441-452"
+
+
+@rule(
+    "memory-tp-unbalanced",
+    summary="the GPUs of one TP group have unequal free memory (other processes on some)",
+    mirrors="launch",
+    ref=BALANCE_REF,
+)
+def tp_unbalanced(inp: CheckInput) -> Iterator[Finding]:
+    """_check_tp_memory_balance: the MIN baseline over ranks against each rank's own, × 0.9."""
+    plan = plan_for(inp)
+    k = plan.knobs
+    if str(inp.gpu.mode) != "nvml" or k.tp < 2 or plan.baseline is None:
+        return
+    frees = [d.memory_free for d in inp.gpu.devices[: k.tp * k.pp] if d.memory_free is not None]
+    if len(frees) < 2:
+        return
+    cost = plan.baseline.startup_cost_bytes
+    pre = (min(frees) - cost) / GIB
+    local = (max(frees) - cost) / GIB
+    if pre >= local * 0.9:
+        return
+    raises = inp.env_bool("SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK", True)  # environ.py:500
+    yield Finding(
+        code="memory-tp-unbalanced",
+        severity=Severity.ERROR if raises else Severity.WARNING,
+        message=(
+            "The memory capacity is unbalanced. Some GPUs may be occupied by other processes. "
+            f"pre_model_load_memory={pre!r}, local_gpu_memory={local!r}, local_gpu_memory * 0.9={local * 0.9!r}"
+        ),
+        flags=("tp_size",),
+        ref=BALANCE_REF,
+        detail="sglaunch's estimate from NVML's free memory on each GPU; sglang measures it after CUDA/NCCL start",
+    )
+
+
 def _detail(plan: MemoryPlan) -> str:
     b = plan.baseline
     parts: list[Any] = []
@@ -528,6 +565,27 @@ card(
         r"Hybrid \(mamba/linear-attention\) state cache is too small",
     ),
     ref="sglang/" + STATE_REF,
+    stage="launch",
+)
+card(
+    "memory-tp-unbalanced",
+    "Some GPUs of the TP group are already in use",
+    what=(
+        "With TP > 1 sglang compares the free memory of every rank once CUDA is up: when the smallest "
+        "is under 90 % of a rank's own, some GPUs are occupied by other processes, and sglang stops "
+        "(the check raises because SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK defaults to true)."
+    ),
+    when="A previous server still running, a notebook holding a GPU, or another user's job.",
+    solutions=(
+        "Stop the processes on the busy GPUs (nvidia-smi lists them).",
+        "Pick idle GPUs with CUDA_VISIBLE_DEVICES.",
+        "Set SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK=0 to only warn (the pool is sized by the busiest GPU).",
+    ),
+    before="sglang serve --model-path X --tp 2   # GPU 1 has a 20 GB job on it",
+    after="CUDA_VISIBLE_DEVICES=2,3 sglang serve --model-path X --tp 2",
+    related=("memory-no-kv-room",),
+    patterns=(r"The memory capacity is unbalanced",),
+    ref="sglang/" + BALANCE_REF,
     stage="launch",
 )
 card(
