@@ -132,6 +132,28 @@ def _kv_fixes(inp: CheckInput, plan: MemoryPlan) -> list[Fix]:
     return out
 
 
+Candidates = Callable[[MemoryPlan], list[Fix]]
+
+
+def _error_finding(
+    inp: CheckInput, kind: str, code: str, flags: tuple[str, ...], candidates: Candidates
+) -> Iterator[Finding]:
+    """The plan's start-up error of `kind` as a finding, with sglang's text and checked fixes."""
+    plan = plan_for(inp)
+    e = plan.error
+    if e is None or e.kind != kind:
+        return
+    yield Finding(
+        code=code,
+        severity=Severity.ERROR,
+        message=e.message,
+        flags=flags,
+        fixes=_vetted(inp, candidates(plan), lambda p: p.error is not None),
+        ref=e.ref,
+        detail=_detail(plan),
+    )
+
+
 @rule(
     "memory-no-kv-room",
     summary="the weights leave no GPU memory for the KV cache under --mem-fraction-static",
@@ -139,22 +161,14 @@ def _kv_fixes(inp: CheckInput, plan: MemoryPlan) -> list[Fix]:
     ref=BUDGET_REF,
 )
 def no_kv_room(inp: CheckInput) -> Iterator[Finding]:
-    plan = plan_for(inp)
-    e = plan.error
-    if e is None or e.kind != "no-room":
-        return
-    start = (
-        e.suggested_fraction if e.suggested_fraction is not None else plan.knobs.mem_fraction_static
-    )
-    candidates = [*_fraction_fixes(plan, start + 0.01), *_topology_fixes(inp, plan)]
-    yield Finding(
-        code="memory-no-kv-room",
-        severity=Severity.ERROR,
-        message=e.message,
-        flags=("mem_fraction_static",),
-        fixes=_vetted(inp, candidates, lambda p: p.error is not None),
-        ref=BUDGET_REF,
-        detail=_detail(plan),
+    def candidates(plan: MemoryPlan) -> list[Fix]:
+        e = plan.error
+        suggested = e.suggested_fraction if e is not None else None
+        start = suggested if suggested is not None else plan.knobs.mem_fraction_static
+        return [*_fraction_fixes(plan, start + 0.01), *_topology_fixes(inp, plan)]
+
+    yield from _error_finding(
+        inp, "no-room", "memory-no-kv-room", ("mem_fraction_static",), candidates
     )
 
 
@@ -165,24 +179,16 @@ def no_kv_room(inp: CheckInput) -> Iterator[Finding]:
     ref=EMPTY_REF,
 )
 def pool_empty(inp: CheckInput) -> Iterator[Finding]:
-    plan = plan_for(inp)
-    e = plan.error
-    if e is None or e.kind != "empty":
-        return
-    candidates = [
-        *_cap_fixes(inp),
-        *_fraction_fixes(plan, plan.knobs.mem_fraction_static + 0.01),
-        *_kv_fixes(inp, plan),
-        *_topology_fixes(inp, plan),
-    ]
-    yield Finding(
-        code="memory-pool-empty",
-        severity=Severity.ERROR,
-        message=e.message,
-        flags=("mem_fraction_static",),
-        fixes=_vetted(inp, candidates, lambda p: p.error is not None),
-        ref=EMPTY_REF,
-        detail=_detail(plan),
+    def candidates(plan: MemoryPlan) -> list[Fix]:
+        return [
+            *_cap_fixes(inp),
+            *_fraction_fixes(plan, plan.knobs.mem_fraction_static + 0.01),
+            *_kv_fixes(inp, plan),
+            *_topology_fixes(inp, plan),
+        ]
+
+    yield from _error_finding(
+        inp, "empty", "memory-pool-empty", ("mem_fraction_static",), candidates
     )
 
 
@@ -289,28 +295,20 @@ def slack_below_reserve(inp: CheckInput) -> Iterator[Finding]:
     ref=SWA_REF,
 )
 def swa_too_small(inp: CheckInput) -> Iterator[Finding]:
-    plan = plan_for(inp)
-    e = plan.error
-    if e is None or e.kind != "swa":
-        return
-    ratio = plan.knobs.swa_full_tokens_ratio
-    candidates = [
-        Fix(
-            f"Give the sliding-window layers more of the pool: --swa-full-tokens-ratio {r:g}",
-            set={"swa_full_tokens_ratio": r},
-        )
-        for r in sorted({min(1.0, round(ratio * 2, 2)), 1.0})
-        if r > ratio
-    ]
-    candidates += _fraction_fixes(plan, plan.knobs.mem_fraction_static + 0.02)
-    yield Finding(
-        code="memory-swa-pool-too-small",
-        severity=Severity.ERROR,
-        message=e.message,
-        flags=("swa_full_tokens_ratio",),
-        fixes=_vetted(inp, candidates, lambda p: p.error is not None),
-        ref=SWA_REF,
-        detail=_detail(plan),
+    def candidates(plan: MemoryPlan) -> list[Fix]:
+        ratio = plan.knobs.swa_full_tokens_ratio
+        raised = [
+            Fix(
+                f"Give the sliding-window layers more of the pool: --swa-full-tokens-ratio {r:g}",
+                set={"swa_full_tokens_ratio": r},
+            )
+            for r in sorted({min(1.0, round(ratio * 2, 2)), 1.0})
+            if r > ratio
+        ]
+        return [*raised, *_fraction_fixes(plan, plan.knobs.mem_fraction_static + 0.02)]
+
+    yield from _error_finding(
+        inp, "swa", "memory-swa-pool-too-small", ("swa_full_tokens_ratio",), candidates
     )
 
 
@@ -321,43 +319,38 @@ def swa_too_small(inp: CheckInput) -> Iterator[Finding]:
     ref=STATE_REF,
 )
 def state_too_small(inp: CheckInput) -> Iterator[Finding]:
-    plan = plan_for(inp)
-    e = plan.error
-    if e is None or e.kind != "state":
-        return
-    candidates: list[Fix] = []
-    if inp.is_set("max_mamba_cache_size"):
-        candidates.append(
-            Fix(
-                "Remove --max-mamba-cache-size (sglang sizes the state from the budget)",
-                unset=("max_mamba_cache_size",),
+    def candidates(plan: MemoryPlan) -> list[Fix]:
+        out: list[Fix] = []
+        if inp.is_set("max_mamba_cache_size"):
+            out.append(
+                Fix(
+                    "Remove --max-mamba-cache-size (sglang sizes the state from the budget)",
+                    unset=("max_mamba_cache_size",),
+                )
             )
-        )
-    mrr = inp.value("max_running_requests")
-    if isinstance(mrr, int) and mrr > 1:
-        candidates.append(
-            Fix(
-                f"Run fewer requests at once: --max-running-requests {mrr // 2}",
-                set={"max_running_requests": mrr // 2},
+        mrr = inp.value("max_running_requests")
+        if isinstance(mrr, int) and mrr > 1:
+            out.append(
+                Fix(
+                    f"Run fewer requests at once: --max-running-requests {mrr // 2}",
+                    set={"max_running_requests": mrr // 2},
+                )
             )
-        )
-    if inp.value("mamba_ssm_dtype") != "bfloat16":
-        candidates.append(
-            Fix("Halve the state: --mamba-ssm-dtype bfloat16", set={"mamba_ssm_dtype": "bfloat16"})
-        )
-    candidates += [
-        *_fraction_fixes(plan, plan.knobs.mem_fraction_static + 0.02),
-        *_topology_fixes(inp, plan),
-    ]
-    yield Finding(
-        code="memory-state-cache-too-small",
-        severity=Severity.ERROR,
-        message=e.message,
-        flags=("mem_fraction_static", "max_running_requests"),
-        fixes=_vetted(inp, candidates, lambda p: p.error is not None),
-        ref=e.ref,
-        detail=_detail(plan),
-    )
+        if inp.value("mamba_ssm_dtype") != "bfloat16":
+            out.append(
+                Fix(
+                    "Halve the state: --mamba-ssm-dtype bfloat16",
+                    set={"mamba_ssm_dtype": "bfloat16"},
+                )
+            )
+        return [
+            *out,
+            *_fraction_fixes(plan, plan.knobs.mem_fraction_static + 0.02),
+            *_topology_fixes(inp, plan),
+        ]
+
+    flags = ("mem_fraction_static", "max_running_requests")
+    yield from _error_finding(inp, "state", "memory-state-cache-too-small", flags, candidates)
 
 
 @rule(
