@@ -11,7 +11,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sglaunch.validators.memory.shapes import LINEAR, MHA, MLA, SWA, LinearState, ModelShapes
+from sglaunch.validators.memory.shapes import (
+    LINEAR,
+    MHA,
+    MLA,
+    SWA,
+    LinearState,
+    ModelShapes,
+)
+from sglaunch.validators.memory.shapes import as_int as _int
 
 # model_config.py:1370-1395: the architectures sglang runs with MLA
 MLA_ARCHS = frozenset(
@@ -89,16 +97,6 @@ _KV_HEAD_KEYS = (
     "num_attention_groups",
 )
 _WINDOW_KEYS = ("sliding_window_size", "sliding_window", "window_size")
-
-
-def _int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return None
 
 
 def _first_int(cfg: Mapping[str, Any], keys: tuple[str, ...]) -> int | None:

@@ -28,6 +28,7 @@ from sglaunch.validators.memory.knobs import (
     vlm_factor,
 )
 from sglaunch.validators.memory.shapes import MLA, ModelShapes
+from sglaunch.validators.memory.shapes import as_int as _int
 from sglaunch.validators.resolving import attn_dp_enabled, attn_dp_size, dp_size, pp_size, tp_size
 
 MIB = 1 << 20
@@ -110,16 +111,6 @@ class Knobs:
     @property
     def world_size(self) -> int:
         return self.tp * self.pp
-
-
-def _int(value: Any, default: int | None = None) -> int | None:
-    if isinstance(value, bool) or value is None:
-        return default
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return default
 
 
 def _float(value: Any, default: float | None = None) -> float | None:

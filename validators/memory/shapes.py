@@ -150,6 +150,17 @@ class WeightBreakdown:
     notes: tuple[str, ...] = field(default=())
 
 
+def as_int(value: object, default: int | None = None) -> int | None:
+    """An integer from config or flag data: ints and integral floats, never bools."""
+    if isinstance(value, bool) or value is None:
+        return default
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return default
+
+
 VOCAB_PADDING = 64  # DEFAULT_VOCAB_PADDING_SIZE, layers/vocab_parallel_embedding.py
 
 
