@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from sglaunch.facts.model import facts_from_config
@@ -151,6 +151,9 @@ MEMORY_RULES = [r for r in all_rules() if r.code in MEMORY_CODES]
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@example(model="example:llama-3.1-8b", flags={"tp_size": float("inf")})
+@example(model="example:minicpm-sala", flags={"pp_size": 10**12, "dp_size": -(10**12)})
+@example(model="qwen3-next-80b", flags={"mem_fraction_static": float("nan"), "page_size": 0})
 @given(
     model=st.sampled_from(MODELS),
     flags=st.dictionaries(st.sampled_from(DESTS), FLAG_VALUES, max_size=6),

@@ -321,7 +321,10 @@ def plan_memory(inp: CheckInput, resolved: Mapping[str, Any] | None = None) -> M
     try:
         return _plan(inp, resolved)
     except Exception as exc:  # the TUI recomputes on every keystroke: never take it down
-        k = resolve_knobs(inp, None)
+        try:
+            k = resolve_knobs(inp, None)
+        except Exception:
+            k = resolve_knobs(replace(inp, flags={}), None)
         return _empty(
             inp,
             k,

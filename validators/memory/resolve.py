@@ -11,7 +11,7 @@ backend (model_override_base.py:277-351) and the page-size post-processes
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +29,7 @@ from sglaunch.validators.memory.knobs import (
 )
 from sglaunch.validators.memory.shapes import MLA, ModelShapes
 from sglaunch.validators.memory.shapes import as_int as _int
-from sglaunch.validators.resolving import attn_dp_enabled, attn_dp_size, dp_size, pp_size, tp_size
+from sglaunch.validators.resolving import attn_dp_size, dp_size, pp_size, tp_size
 
 MIB = 1 << 20
 # moe_a2a backends breakable prefill graphs accept (cuda_graph_hook.py:219-225)
@@ -122,6 +122,14 @@ def _float(value: Any, default: float | None = None) -> float | None:
 
 
 MAX_PARALLEL = 4096
+
+
+def _size(read: Callable[[CheckInput], int], inp: CheckInput) -> int:
+    """A parallel size through sglang's resolving view; 1 for what no int() takes (inf, 1e400)."""
+    try:
+        return read(inp)
+    except (OverflowError, ValueError, TypeError):
+        return 1
 
 
 def _clamp(value: int) -> int:
@@ -288,9 +296,11 @@ def resolve_knobs(inp: CheckInput, resolved: Mapping[str, Any] | None = None) ->
     shapes = model.shapes if model is not None else None
     v = inp.value
     # clamped: a typed 10**12 must not make the plan loop (the parallel rules report it)
-    tp, pp = _clamp(tp_size(inp)), _clamp(pp_size(inp))
-    adp, dp = _clamp(attn_dp_size(inp)), _clamp(dp_size(inp))
-    dp_on = attn_dp_enabled(inp)
+    tp, pp = _clamp(_size(tp_size, inp)), _clamp(_size(pp_size, inp))
+    adp, dp = _clamp(_size(attn_dp_size, inp)), _clamp(_size(dp_size, inp))
+    dp_on = (
+        adp > 1 or inp.value("ep_join_mode") == "scale"
+    )  # attn_dp_enabled_of, runtime_context.py:191
     gpu_mem = gpu_memory_mib(inp.gpu)
     tier = gpu_tier(gpu_mem, tp)
     sources: dict[str, str] = {"tier": tier.label}
