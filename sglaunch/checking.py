@@ -18,6 +18,7 @@ from sglaunch.validators.findings import Finding
 
 if TYPE_CHECKING:
     from sglaunch.session import LaunchSession
+    from sglaunch.validators.memory.baseline import MemoryFacts
     from sglaunch.verdict import Verdict
     from sglaunch.versions import FlagFacts
 
@@ -31,8 +32,10 @@ def build_input(
     schema: FlagSchema,
     issues: Sequence[FlagIssue] = (),
     sglang_version: str | None = None,
+    memory: MemoryFacts | None = None,
 ) -> CheckInput:
-    """`sglang_version`: the release the verdict is for (default: the schema's)."""
+    """`sglang_version`: the release the verdict is for (default: the schema's); `memory`:
+    what is known of the GPUs' start-up cost (sglaunch.memory.facts)."""
     return CheckInput(
         flags=dict(flags),
         gpu=gpu,
@@ -42,6 +45,7 @@ def build_input(
         flag_issues=tuple(issues),
         cli_names=schema.cli_names(),
         sglang_version=sglang_version or schema.sglang_version,
+        memory=memory,
     )
 
 
@@ -77,6 +81,9 @@ def check_flags(
         issues=parsed.issues,
         sglang_version=sglang_version,
     )
+    from sglaunch.memory.facts import with_memory_facts
+
+    inp = with_memory_facts(inp)  # the calibrated start-up cost, for the memory rules
     return BuiltinCheck(flags=dict(parsed.values), parsed=parsed, builtin=validate(inp))
 
 
@@ -107,6 +114,8 @@ def result_json(
     schema = session.schema
     gpu = session.gpu
     model = session.model
+    from sglaunch.memory.api import memory_json
+
     changed = None
     resolved = None
     oracle_error = None
@@ -147,6 +156,7 @@ def result_json(
         "resolved": resolved,
         "changed": changed,
         "sglang_error": oracle_error,
+        "memory": memory_json(session.check_input(), resolved),
         "argv": list(argv),
         "flags": dict(session.flags),
         "normalized_argv": to_argv(dict(session.flags), schema),

@@ -51,6 +51,7 @@ from sglaunch.validators.findings import Fix
 if TYPE_CHECKING:
     from sglaunch.profiles.profile import Profile
     from sglaunch.runtime.spec import LaunchSpec
+    from sglaunch.validators.memory.baseline import MemoryFacts
 
 CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
 ADHOC = "adhoc"
@@ -132,6 +133,8 @@ class LaunchSession:
         self.issues: list[FlagIssue] = []
         # the sglang release the verdict is for (sglaunch/versions.py); None: the schema's
         self.sglang_version: str | None = None
+        # start-up memory beyond the GPU facts: the calibrated cost, --assume-free-gib
+        self.memory: MemoryFacts | None = None
         self.profile: Profile | None = None  # as loaded or last saved: its revision guards saves
         self._saved: Snapshot | None = None
         self.revision = 0  # bumped on every change; stale oracle answers are compared against it
@@ -207,6 +210,7 @@ class LaunchSession:
             schema=self.schema,
             issues=self.issues,
             sglang_version=self.sglang_version,
+            memory=self.memory,
         )
 
     def validate(self) -> Report:
@@ -258,6 +262,11 @@ class LaunchSession:
         """Use these probed GPUs (None: all of them)."""
         self._choice = GpuChoice(visible=visible)
         self._gpu = self._derive_gpu()
+        return self._changed()
+
+    def set_memory_facts(self, memory: MemoryFacts | None) -> Report:
+        """What is known of these GPUs' start-up cost (sglaunch.memory.facts reads it)."""
+        self.memory = memory
         return self._changed()
 
     def set_sglang_version(self, version: str | None) -> Report:

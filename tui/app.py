@@ -186,7 +186,11 @@ class SglaunchApp(App[int]):
 
     @work(thread=True, exclusive=True, group="gpus")
     def probe_gpus(self) -> None:
-        self.post_message(m.GpusProbed(self.c.gpu_probe()))
+        from sglaunch.memory.facts import memory_facts
+
+        gpu = self.c.gpu_probe()
+        # the start-up cost measured on these GPUs before (a small file): read it here too
+        self.post_message(m.GpusProbed(gpu, memory_facts(gpu)))
 
     def load_model(self, source: str) -> None:
         # only the latest request may land: an earlier, slower load is dropped when it ends
@@ -235,6 +239,7 @@ class SglaunchApp(App[int]):
     def _gpus_probed(self, message: m.GpusProbed) -> None:
         self.probing = False
         gpu = message.gpu
+        self.session.set_memory_facts(message.memory)
         self.session.set_probed(gpu)  # a chosen preset stays chosen; the probe is in ctrl+g
         self.main.render_gpus(self.session)
         if gpu.mode is GpuMode.PLANNING and gpu.status and not self.session.gpu_choice.preset:

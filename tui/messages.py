@@ -14,14 +14,16 @@ if TYPE_CHECKING:
     from sglaunch.oracle.answer import OracleStatus
     from sglaunch.runtime import Diagnosis, MonitorEvent
     from sglaunch.validators.facts import GpuFacts, ModelFacts
+    from sglaunch.validators.memory.baseline import MemoryFacts
     from sglaunch.verdict import OracleReply
     from sglaunch.versions import FlagFacts
 
 
 class GpusProbed(Message):
-    def __init__(self, gpu: GpuFacts) -> None:
+    def __init__(self, gpu: GpuFacts, memory: MemoryFacts | None = None) -> None:
         super().__init__()
         self.gpu = gpu
+        self.memory = memory  # what is known of their start-up cost (calibration)
 
 
 class ModelLoaded(Message):

@@ -12,6 +12,8 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
+from sglaunch.validators.memory.baseline import MemoryFacts
+from sglaunch.validators.memory.shapes import ModelShapes, WeightBreakdown
 from sglaunch.validators.versions import semantics
 
 GIB = 1024**3
@@ -211,6 +213,9 @@ class ModelFacts:
     weight_source: str | None = None
     config_path: str = ""
     notes: tuple[str, ...] = ()
+    # the memory plan's inputs: attention/state shapes and per-tensor weight groups
+    shapes: ModelShapes | None = None
+    weights: WeightBreakdown | None = None
 
     @property
     def architecture(self) -> str:
@@ -268,6 +273,8 @@ class CheckInput:
     # The sglang release the verdict is for (validators/versions.py); its rules
     # and their semantics follow it. "" means the newest supported release.
     sglang_version: str = ""
+    # start-up memory beyond the GPU facts (calibration, --assume-free-gib)
+    memory: MemoryFacts | None = None
 
     @property
     def release(self) -> str:

@@ -145,7 +145,7 @@ def _choose_gpus(session: LaunchSession, profile: Profile, spec: str | None, out
     from sglaunch.facts.presets import DEFAULT_PLANNING
 
     if spec:
-        session.choose_preset(spec)
+        session.choose_preset(spec)  # a preset has no calibration: the documented estimate
         return session.gpu
     preset = profile.gpus.preset
     probed = probe_gpus(
@@ -156,6 +156,9 @@ def _choose_gpus(session: LaunchSession, profile: Profile, spec: str | None, out
         # a launch runs on the GPUs it finds: check for those, not for the planned machine
         out.say(f"! the profile plans for {preset}; checking the GPUs found here", "33")
         session.choose_devices(profile.gpus.cuda_visible_devices)
+    from sglaunch.memory.facts import memory_facts
+
+    session.set_memory_facts(memory_facts(session.gpu))  # the calibrated start-up cost
     return session.gpu
 
 

@@ -213,9 +213,13 @@ def checked_session(
     source: str,
     facts: ModelFacts,
     gpu_spec: str | None,
+    *,
+    assume_free_gib: float | None = None,
 ) -> LaunchSession:
-    """The launch as a session: the flags, the model's facts, and the GPUs to check for."""
+    """The launch as a session: the flags, the model's facts, the GPUs to check for, and
+    what is known of their start-up cost (the calibration store, `--assume-free-gib`)."""
     from sglaunch.facts.gpu import probe_gpus
+    from sglaunch.memory.facts import memory_facts
 
     session = LaunchSession(schema, inherited=inherited_env(os.environ))
     session.load_argv(argv, env)
@@ -225,6 +229,7 @@ def checked_session(
         session.choose_preset(gpu_spec)
     else:
         session.set_probed(probe_gpus(env={**os.environ, **session.environment()}))
+    session.set_memory_facts(memory_facts(session.gpu, assume_free_gib=assume_free_gib))
     return session
 
 

@@ -3,6 +3,7 @@
     sglaunch                                   the TUI (planning mode without a GPU)
     sglaunch --model PATH [--profile NAME]     the TUI, preloaded
     sglaunch check --model PATH [--gpu H100x8] [--json] [--no-oracle] [--env K=V] -- SGLANG_FLAGS...
+    sglaunch fit --model PATH [--gpu H100x8] [--assume-free-gib X] [--json] -- SGLANG_FLAGS...
     sglaunch explain TEXT-OR-CODE
     sglaunch --profile NAME --apply [--fix] [--detach] [--json]
     sglaunch profiles list | show | export | import | delete | diff
@@ -30,6 +31,12 @@ def _check(argv: Sequence[str]) -> int:
     return check.run(argv)
 
 
+def _fit(argv: Sequence[str]) -> int:
+    from sglaunch.cli import fit
+
+    return fit.run(argv)
+
+
 def _explain(argv: Sequence[str]) -> int:
     from sglaunch.cli import explain
 
@@ -50,6 +57,7 @@ def _oracle(argv: Sequence[str]) -> int:
 
 SUBCOMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "check": _check,
+    "fit": _fit,
     "explain": _explain,
     "profiles": _profiles,
     "oracle": _oracle,
@@ -61,7 +69,7 @@ def top_parser() -> Parser:
         prog="sglaunch",
         description=(
             "A launch assistant for SGLang: check server flags against sglang's own rules before "
-            "anything loads, launch, and watch the server. Subcommands: check, explain, profiles, oracle."
+            "anything loads, launch, and watch the server. Subcommands: check, fit, explain, profiles, oracle."
         ),
     )
     p.add_argument(

@@ -25,6 +25,7 @@ from sglaunch import SGLANG_VERSION
 from sglaunch.errors import UserError
 from sglaunch.examples import EXAMPLES, example_dir
 from sglaunch.facts.config_limits import check_config_numbers, in_snapshots, snapshot_in_repo
+from sglaunch.facts.memory_facts import with_memory_shapes, with_weight_breakdown
 from sglaunch.facts.weights import weight_bytes
 from sglaunch.safeio import kind_of, parse_json, path_stat, read_text, shown
 from sglaunch.validators.facts import ModelFacts
@@ -414,7 +415,7 @@ def facts_from_config(
             if sala.get("config_error")
             else facts.config_error_ref,
         )
-    return facts
+    return with_memory_shapes(facts, config, tcfg, sala)
 
 
 # --- loading ------------------------------------------------------------------------
@@ -473,6 +474,7 @@ def load_model_facts(
     model_dir = resolve_model_dir(source, env)
     config_path = model_dir / "config.json"
     data = read_config(config_path)
+    raw = data
     tf_types, _ = known_model_types(sglang_version)
     loaded_with = "json"
     if use_transformers and str(data.get("model_type") or "") in tf_types:
@@ -504,7 +506,8 @@ def load_model_facts(
         sglang_version=sglang_version,
     )
     wbytes, wsource = weight_bytes(model_dir)
-    return replace(facts, weight_bytes=wbytes, weight_source=wsource)
+    facts = replace(facts, weight_bytes=wbytes, weight_source=wsource)
+    return with_weight_breakdown(facts, model_dir, raw)
 
 
 def model_path_for_sglang(source: str, env: Mapping[str, str] | None = None) -> str:

@@ -79,6 +79,8 @@ class OracleAnswer:
     worker_died: bool = False
     timing: dict[str, float] = field(default_factory=dict)
     elapsed_s: float = 0.0
+    # sglang's own pool sizing under emulated memory, when the request asked (memory_probe.py)
+    memory: dict[str, Any] | None = None
 
     @property
     def answered(self) -> bool:
@@ -107,6 +109,7 @@ class OracleAnswer:
             worker_died=bool(d.get("worker_died")),
             timing=timing,
             elapsed_s=elapsed_s,
+            memory=d.get("memory") if isinstance(d.get("memory"), dict) else None,
         )
 
     @classmethod

@@ -147,9 +147,18 @@ class Oracle:
     # -- asking ------------------------------------------------------------
 
     def resolve(
-        self, argv: Sequence[str], env: Mapping[str, str] | None, gpu: GpuFacts
+        self,
+        argv: Sequence[str],
+        env: Mapping[str, str] | None,
+        gpu: GpuFacts,
+        *,
+        memory: Mapping[str, Any] | None = None,
     ) -> OracleAnswer:
-        """sglang's verdict on `argv` (sglang's server flags) with `env` on `gpu`."""
+        """sglang's verdict on `argv` (sglang's server flags) with `env` on `gpu`.
+
+        `memory` ({"pre_gib", "weights_bytes", "kv_cache_quant_algo"}) also asks for
+        sglang's own KV-pool sizing under that emulated memory (oracle/memory_probe.py).
+        """
         with self._lock:
             status = self._ensure_started(retry_failed=False)
             if not status.available:
@@ -162,6 +171,8 @@ class Oracle:
                 "gpu": gpu_payload(gpu),
                 "timeout": self.timeout,
             }
+            if memory is not None:
+                request["memory"] = dict(memory)
             version = self._status.sglang_version
             t0 = time.perf_counter()
             try:

@@ -156,6 +156,11 @@ def _shim() -> Any:
     return _load_by_path(os.path.join("..", "sglang_import.py"), "_sglaunch_sglang_import")
 
 
+def _memory_probe() -> Any:
+    """memory_probe.py: sglang's own KV-pool arithmetic under emulated memory (issue 9)."""
+    return _load_by_path("memory_probe.py", "_sglaunch_oracle_memory_probe")
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -243,6 +248,8 @@ def warm_up() -> dict[str, Any]:
 
         from sglang.srt import server_args as sa_mod
         from sglang.srt.platforms import cuda as _cuda  # noqa: F401
+
+        _memory_probe().warm()
 
         # A parser whose every default is SUPPRESS tells which dests the argv set.
         explicit = argparse.ArgumentParser(prog="sglang serve", add_help=False, exit_on_error=False)
@@ -402,6 +409,11 @@ def resolve(request: dict[str, Any]) -> dict[str, Any]:
             stage = "check"
             server_args.check_server_args()
             lap("check_s")
+            if request.get("memory"):
+                stage = "memory"
+                out["memory"] = _jsonable(
+                    _memory_probe().pool_answer(server_args, request["memory"])
+                )
             stage = "report"
             resolved = _jsonable(server_args.resolved_dict())
             out["resolved"] = resolved

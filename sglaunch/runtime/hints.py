@@ -41,8 +41,11 @@ def headroom_hint(
     fixes: tuple[Fix, ...] = ()
     too_low = available_gb < low
     if mem_fraction_static is not None and total_gb:
-        # the static pool is mem_fraction_static × total; moving the fraction by
-        # (available - target) / total brings available_gpu_mem to the target
+        # the static pool is mem_fraction_static × P, the free memory at sglang's
+        # baseline (after CUDA/NCCL start; kv_cache_configurator.py:3031), not × total.
+        # P is not in the log's summary line, so total stands in for it: moving the
+        # fraction by (available - target) / total moves available_gpu_mem by about
+        # (available - target) × P / total, slightly less than the gap (P < total)
         new = mem_fraction_static + (available_gb - target) / total_gb
         new = math.floor(new * 100) / 100 if too_low else math.ceil(new * 100) / 100
         new = min(max(new, rc.MIN_FRACTION), rc.MAX_FRACTION)

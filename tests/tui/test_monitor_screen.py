@@ -9,6 +9,7 @@ from dataclasses import replace
 from sglaunch.facts.gpu import probe_gpus
 from sglaunch.runtime import Monitor, Status
 from sglaunch.tui.app import SglaunchApp
+from sglaunch.tui.screens.dialogs import ConfirmScreen
 from sglaunch.tui.screens.monitor import MonitorScreen, PhaseRow
 from tests.fakes.nvml import H100, FakeNvml, gpu
 from tests.runtime.support import FAKE, fake_env, free_tcp_port, wait_gone
@@ -55,6 +56,9 @@ async def launch(app: SglaunchApp, pilot) -> MonitorScreen:  # type: ignore[no-u
     await pilot.pause()
     await pilot.press("ctrl+l")
     await pilot.pause()
+    if isinstance(app.screen, ConfirmScreen):  # warnings ask first (issue 9: the memory plan's)
+        await pilot.press("y")
+        await pilot.pause()
     screen = app.screen
     assert isinstance(screen, MonitorScreen)
     return screen
@@ -105,6 +109,8 @@ async def test_cuda_graph_oom_is_explained() -> None:
     app = graph_oom_app()
     async with app.run_test(size=(160, 50)) as pilot:
         screen = await launch(app, pilot)
+        # the memory plan saw it coming: 0.9 leaves less than sglang's own graph reserve
+        assert "memory-slack-below-reserve" in [f.code for f in app.last_findings]
         await wait_for(pilot, lambda: screen.state.status is Status.FAILED)
         await pilot.pause(0.3)
         assert screen.state.diagnosis is not None

@@ -14,9 +14,10 @@ from sglaunch.validators.cards import card
 from sglaunch.validators.engine import rule
 from sglaunch.validators.facts import CheckInput
 from sglaunch.validators.findings import Finding, Fix, Severity
-from sglaunch.validators.resolving import pp_size, tp_size
 
 KV_SIZING = "srt/mem_cache/kv_cache_configurator.py:3050"
+LOAD_REF = "srt/model_executor/model_runner.py:1270-1380"
+GIB = 1 << 30
 
 # Above this, too little is left for activations and CUDA graphs (sglang's own
 # heuristic tops out near 0.88 on the largest GPUs); below this the KV cache is
@@ -79,45 +80,32 @@ def mem_fraction(inp: CheckInput) -> Iterator[Finding]:
 
 @rule(
     "weights-exceed-gpu-memory",
-    summary="the model's weights do not fit in the GPU memory of its TP×PP ranks",
+    summary="the model's weights per GPU exceed the memory free at sglang's baseline",
     mirrors="launch",
-    ref=KV_SIZING,
+    ref=LOAD_REF,
 )
 def weights_fit(inp: CheckInput) -> Iterator[Finding]:
-    m = inp.model
-    if m is None or not m.weight_bytes or inp.gpu.primary is None:
+    from sglaunch.validators.rules.general.memory_plan import plan_for, topology_and_quant_fixes
+
+    plan = plan_for(inp)
+    e = plan.error
+    if e is None or e.kind != "weights-exceed" or plan.baseline is None:
         return
-    ranks = max(tp_size(inp), 1) * max(pp_size(inp), 1)
-    per_rank = m.weight_bytes / ranks
-    frac = inp.value("mem_fraction_static")
-    budget = inp.gpu.primary.memory_total * (
-        frac if isinstance(frac, float) and 0 < frac < 1 else 0.9
-    )
-    if per_rank <= budget:
-        return
-    gb = 1e9
-    need = -(-int(m.weight_bytes) // int(budget)) if budget > 0 else ranks
+    k = plan.knobs
+    ranks = k.tp * k.pp
+    gpu = inp.gpu.primary.name if inp.gpu.primary is not None else "GPU"
+    weights = plan.weights_bytes or 0
     yield Finding(
         code="weights-exceed-gpu-memory",
         severity=Severity.ERROR,
-        message=f"{m.weight_bytes / gb:.0f} GB of weights over {ranks} GPU{'s' if ranks != 1 else ''} is "
-        f"{per_rank / gb:.0f} GB each, more than the {budget / gb:.0f} GB sglang can use on a "
-        f"{inp.gpu.primary.name}: loading runs out of memory",
+        message=f"{weights / GIB:.1f} GiB of weights on each of {ranks} GPU{'s' if ranks != 1 else ''} is "
+        f"more than the {plan.baseline.free_bytes / GIB:.1f} GiB free on a {gpu} once CUDA and NCCL "
+        "are up: loading runs out of memory",
         flags=("tp_size",),
-        fixes=(
-            Fix(
-                label=f"Use --tp-size {_pow2_at_least(need)}", set={"tp_size": _pow2_at_least(need)}
-            ),
-        ),
-        ref=KV_SIZING,
+        fixes=topology_and_quant_fixes(inp, plan),
+        ref=LOAD_REF,
+        detail=e.message,
     )
-
-
-def _pow2_at_least(n: int) -> int:
-    p = 1
-    while p < n:
-        p *= 2
-    return p
 
 
 card(

@@ -1,0 +1,271 @@
+"""`sglaunch fit`: will it fit? sglang's GPU memory plan before anything loads, and the layouts that fit.
+
+Findings and the human report go to stderr; `--json` prints one object on
+stdout: the `memory` object of the plan for the given flags plus `layouts`.
+Exit codes: 0 when the plan fits (or is tight), 1 when it does not fit, 2 for bad input.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from sglaunch.cli.args import Parser, interpreter_path, parse_env_pairs, split_double_dash
+from sglaunch.cli.render import Painter, print_findings
+from sglaunch.errors import UserError
+from sglaunch.exitcodes import ExitCode
+from sglaunch.validators.facts import CheckInput
+from sglaunch.validators.findings import Severity
+from sglaunch.validators.memory.baseline import GIB
+from sglaunch.validators.memory.layouts import Layout
+from sglaunch.validators.memory.plan import MemoryPlan
+
+MEMORY_CODE_PREFIXES = ("memory-", "weights-exceed", "mem-fraction")
+
+
+def parser() -> Parser:
+    p = Parser(
+        prog="sglaunch fit",
+        description=(
+            "sglang's GPU memory plan for a model and flags before anything loads: weights, KV cache, "
+            "tokens, slack, and the parallel layouts that fit the GPUs. Put sglang's flags after --."
+        ),
+        epilog="example: sglaunch fit --model example:minicpm-sala --gpu H100x8 -- --tp 2",
+    )
+    p.add_argument(
+        "--model", help="model folder, Hugging Face repo id in the local cache, or example:NAME"
+    )
+    p.add_argument(
+        "--gpu", help="plan for these GPUs instead of the local ones, e.g. H100x8, RTX5090x1"
+    )
+    p.add_argument(
+        "--assume-free-gib",
+        type=float,
+        metavar="GIB",
+        help="the free memory on every GPU once CUDA/NCCL are up (overrides NVML/preset and calibration)",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument(
+        "--env", action="append", metavar="K=V", help="an environment variable the server will see"
+    )
+    p.add_argument(
+        "--oracle",
+        action="store_true",
+        help="also ask the installed sglang: its resolved knobs and its own pool sizing for the plan",
+    )
+    p.add_argument(
+        "--sglang-python", metavar="PATH", type=interpreter_path, help="the Python that has sglang"
+    )
+    return p
+
+
+def run(argv: Sequence[str]) -> int:
+    own, tokens = split_double_dash(argv)
+    args = parser().parse_args(own)
+    return fit_command(
+        model=args.model,
+        sglang_tokens=tokens,
+        gpu_spec=args.gpu,
+        assume_free_gib=args.assume_free_gib,
+        as_json=args.json,
+        env_pairs=args.env,
+        use_oracle=args.oracle,
+        sglang_python=args.sglang_python,
+    )
+
+
+def build_fit_input(
+    *,
+    model: str | None,
+    sglang_tokens: list[str],
+    gpu_spec: str | None,
+    env_pairs: Sequence[str] | None,
+    assume_free_gib: float | None = None,
+) -> tuple[CheckInput, list[str], str]:
+    """The check input `fit` plans for, the sglang argv, and the model's source: the same
+    session `check` builds."""
+    from sglaunch.cli.check import checked_session, model_from_argv, split_launch, with_model_path
+    from sglaunch.facts.model import load_model_facts, model_path_for_sglang
+    from sglaunch.flags.schema import bundled_schema
+
+    schema = bundled_schema()
+    argv, line_env = split_launch(sglang_tokens)
+    env = {**line_env, **parse_env_pairs(env_pairs)}
+    source = model or model_from_argv(argv, schema)
+    if not source:
+        raise UserError("no model: give --model PATH (a folder, a cached repo id, or example:NAME)")
+    facts = load_model_facts(source)
+    argv = with_model_path(argv, model_path_for_sglang(source), schema)
+    session = checked_session(
+        schema, argv, env, source, facts, gpu_spec, assume_free_gib=assume_free_gib
+    )
+    if session.issues:
+        raise UserError(f"sglang's parser would stop first: {session.issues[0].message}")
+    return session.check_input(), argv, source
+
+
+def fit_command(
+    *,
+    model: str | None,
+    sglang_tokens: list[str],
+    gpu_spec: str | None,
+    assume_free_gib: float | None,
+    as_json: bool,
+    env_pairs: Sequence[str] | None = None,
+    use_oracle: bool = False,
+    sglang_python: str | None = None,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> int:
+    from sglaunch.validators.engine import validate
+    from sglaunch.validators.memory.layouts import plan_layouts
+    from sglaunch.validators.memory.plan import plan_memory
+
+    out = out or sys.stdout
+    err = err or sys.stderr
+    inp, argv, source = build_fit_input(
+        model=model,
+        sglang_tokens=sglang_tokens,
+        gpu_spec=gpu_spec,
+        env_pairs=env_pairs,
+        assume_free_gib=assume_free_gib,
+    )
+    resolved = None
+    probe: dict[str, Any] | None = None
+    status = "built-in mirror of sglang 0.5.23 (--oracle asks sglang itself)"
+    if use_oracle:
+        resolved, probe, status = _ask_oracle(inp, argv, sglang_python)
+    plan = plan_memory(inp, resolved)
+    findings = [f for f in validate(inp).findings if f.code.startswith(MEMORY_CODE_PREFIXES)]
+    table = plan_layouts(inp)
+    paint = Painter(err)
+    model_facts = inp.model
+    arch = model_facts.architecture if model_facts is not None else "?"
+    print(
+        paint.dim(f"sglaunch fit · {arch} ({source}) · {inp.gpu.status or inp.gpu.describe()}"),
+        file=err,
+    )
+    print_plan(plan, err, paint)
+    if probe is not None:
+        print(paint.dim(f"  sglang's own pool code: {_probe_text(probe)}"), file=err)
+    print(paint.dim(f"  knobs from: {status}"), file=err)
+    if findings:
+        from sglaunch.flags.schema import bundled_schema
+
+        print_findings(findings, bundled_schema(), err)
+    print_layouts(table, inp.gpu.count, err, paint)
+    if as_json:
+        data = plan.to_json()
+        data["layouts"] = [layout.to_json() for layout in table]
+        if probe is not None:
+            data["sglang_pool"] = probe
+        out.write(json.dumps(data, indent=2) + "\n")
+        out.flush()
+    errors = [f for f in findings if f.severity is Severity.ERROR]
+    return int(ExitCode.VALIDATION if errors or plan.verdict == "does-not-fit" else ExitCode.OK)
+
+
+def _ask_oracle(inp: CheckInput, argv: list[str], python: str | None) -> tuple[Any, Any, str]:
+    from sglaunch.memory.oracle import oracle_memory_request
+    from sglaunch.oracle.client import Oracle
+    from sglaunch.validators.memory.plan import plan_memory
+
+    request = oracle_memory_request(plan_memory(inp), inp.model)
+    with Oracle(python, timeout=60.0) as oracle:
+        if not oracle.status.available:
+            return None, None, f"built-in mirror (sglang unavailable: {oracle.status.reason})"
+        answer = oracle.resolve(argv, dict(inp.env), inp.gpu, memory=request)
+    if answer.fault or not answer.ok:
+        why = answer.fault or (answer.error.message if answer.error else "rejected")
+        return None, None, f"built-in mirror (sglang did not resolve: {why[:160]})"
+    return answer.resolved, answer.memory, f"sglang {answer.sglang_version} (resolved)"
+
+
+def _probe_text(probe: dict[str, Any]) -> str:
+    if probe.get("error"):
+        return f"{probe['error'].get('type')}: {probe['error'].get('message')}"
+    return (
+        f"max_total_num_tokens={probe.get('max_total_num_tokens')}, "
+        f"max_running_requests={probe.get('max_running_requests')}"
+    )
+
+
+def _g(value: int | None) -> str:
+    return "?" if value is None else f"{value / GIB:.2f} GiB"
+
+
+def print_plan(plan: MemoryPlan, err: TextIO, paint: Painter) -> None:
+    k = plan.knobs
+    verdict = plan.verdict
+    color = {"fits": "32", "tight": "33", "does-not-fit": "31"}[verdict]
+    layout = f"tp {k.tp} · dp {k.dp} · pp {k.pp}" + (
+        f" · attention DP {k.attn_dp}" if k.attn_dp > 1 else ""
+    )
+    print(f"Memory plan per GPU ({layout}): {paint(verdict, color)}", file=err)
+    rows: list[tuple[str, str, str]] = []
+    for label, size in plan.waterfall():
+        rows.append((label, _g(size), ""))
+    b = plan.baseline
+    if b is not None:
+        rows[2] = (rows[2][0], rows[2][1], b.source)
+    if plan.weights_bytes is not None:
+        rows = [
+            (a, v, plan.weights_source or "") if a == "weights" else (a, v, s) for a, v, s in rows
+        ]
+    rows.append(("mem_fraction_static", f"{k.mem_fraction_static:g}", k.mfs_source))
+    parts = ", ".join(f"{n} {v:.0f}" for n, v in k.reserve.parts.items())
+    rows.append(("  sglang's reserve", f"{k.reserve.total_mib:.0f} MiB", parts))
+    if plan.cell_bytes is not None and plan.kv_dtype is not None:
+        rows.append(
+            ("KV cell", f"{plan.cell_bytes:g} B/token", f"{plan.kv_dtype.name}, page {k.page_size}")
+        )
+    if plan.max_total_num_tokens is not None:
+        note = ""
+        if plan.compressed_reserve:
+            note = f"{plan.usable_tokens:,} usable after {plan.compressed_reserve:,} compressed-K slots"
+        rows.append(("max_total_num_tokens", f"{plan.max_total_num_tokens:,}", note))
+    if plan.swa_tokens is not None:
+        rows.append(("sliding-window tokens", f"{plan.swa_tokens:,}", ""))
+    if plan.max_running_requests is not None:
+        note = f"{plan.state_slots} state slots" if plan.state_slots is not None else ""
+        rows.append(("max_running_requests", str(plan.max_running_requests), note))
+    if plan.tokens_per_gib is not None:
+        rows.append(
+            ("sensitivity", f"±{plan.tokens_per_gib:,.0f}", "tokens per GiB of baseline error")
+        )
+    rows.append(("context length", f"{k.context_len:,}", ""))
+    for label, value, note in rows:
+        print(f"  {label:<30} {value:>16}  {paint.dim(note)}", file=err)
+    if plan.error is not None:
+        print(f"  {paint('sglang would stop:', '31')} {plan.error.message}", file=err)
+    for line in plan.assumptions:
+        print(paint.dim(f"  · {line}"), file=err)
+
+
+def print_layouts(table: list[Layout], gpus: int, err: TextIO, paint: Painter) -> None:
+    fitting = [lay for lay in table if lay.verdict != "does-not-fit"]
+    print(
+        f"Layouts on {gpus} GPU{'s' if gpus != 1 else ''} ({len(fitting)} of {len(table)} fit):",
+        file=err,
+    )
+    print(
+        f"  {'tp':>3} {'dp':>3} {'pp':>3} {'adp':>3} {'GPUs':>4} {'weights/GPU':>12} {'KV tokens':>11} "
+        f"{'full-ctx reqs':>13}  verdict",
+        file=err,
+    )
+    for lay in table:
+        p = lay.plan
+        tokens = f"{p.max_total_num_tokens:,}" if p.max_total_num_tokens is not None else "-"
+        reqs = lay.full_context_requests
+        verdict = lay.verdict + (f" ({', '.join(lay.blocking)})" if lay.blocking else "")
+        if p.error is not None and not lay.blocking:
+            verdict += f" ({p.error.kind})"
+        color = {"fits": "32", "tight": "33", "does-not-fit": "31"}[lay.verdict]
+        print(
+            f"  {lay.tp:>3} {lay.dp:>3} {lay.pp:>3} {lay.attn_dp:>3} {lay.gpus:>4} "
+            f"{_g(p.weights_bytes):>12} {tokens:>11} {('-' if reqs is None else str(reqs)):>13}  "
+            f"{paint(verdict, color)}",
+            file=err,
+        )

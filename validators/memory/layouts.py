@@ -1,0 +1,117 @@
+"""The parallel layouts (tp × dp × pp, attention DP) that fit a set of GPUs, each with its plan.
+
+Pure: one `plan_memory` and one rule-engine run per layout, on the user's flags
+with the parallel sizes replaced. A layout that another rule rejects (heads that
+do not divide, DP attention on a model that refuses it) is listed as not fitting,
+with the codes that reject it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from sglaunch.validators.facts import CheckInput
+from sglaunch.validators.findings import Severity
+from sglaunch.validators.memory.plan import MemoryPlan, plan_memory
+
+PARALLEL_FLAGS = ("tp_size", "dp_size", "pp_size", "attn_dp_size", "enable_dp_attention")
+# archs whose resolution rejects DP attention (arg_groups/model_overrides/minicpm.py:17-18)
+NO_DP_ATTENTION = frozenset({"MiniCPMForCausalLM", "MiniCPMSALAForCausalLM"})
+MAX_GPUS = 64
+
+
+@dataclass(frozen=True)
+class Layout:
+    tp: int
+    dp: int
+    pp: int
+    attn_dp: int
+    plan: MemoryPlan
+    blocking: tuple[str, ...]  # codes of the rules that reject this layout
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.dp * self.pp
+
+    @property
+    def verdict(self) -> str:
+        return "does-not-fit" if self.blocking else self.plan.verdict
+
+    @property
+    def full_context_requests(self) -> int | None:
+        """Requests of full context length the pool holds at once (per replica)."""
+        tokens = self.plan.usable_tokens
+        mrr = self.plan.max_running_requests
+        if tokens is None or mrr is None:
+            return None
+        return min(mrr, tokens // max(self.plan.knobs.context_len, 1))
+
+    def flags(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"tp_size": self.tp, "dp_size": self.dp, "pp_size": self.pp}
+        if self.attn_dp > 1:
+            out["attn_dp_size"] = self.attn_dp
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        data = self.plan.to_json()
+        data["verdict"] = self.verdict
+        data.update(
+            tp=self.tp,
+            dp=self.dp,
+            pp=self.pp,
+            attn_dp=self.attn_dp,
+            full_context_requests=self.full_context_requests,
+            blocking=list(self.blocking),
+        )
+        return data
+
+
+def _powers(limit: int) -> list[int]:
+    out, p = [], 1
+    while p <= limit:
+        out.append(p)
+        p *= 2
+    return out
+
+
+def candidate_layouts(gpus: int, *, dp_attention: bool) -> list[tuple[int, int, int, int]]:
+    """(tp, dp, pp, attn_dp) with tp × dp × pp ≤ gpus, powers of two, most GPUs first."""
+    gpus = max(1, min(gpus, MAX_GPUS))
+    out = []
+    for tp in _powers(gpus):
+        for pp in _powers(gpus // tp):
+            for dp in _powers(gpus // (tp * pp)):
+                out.append((tp, dp, pp, 1))
+            if dp_attention and tp > 1:
+                out.extend((tp, 1, pp, adp) for adp in _powers(tp)[1:])
+    out.sort(key=lambda c: (-(c[0] * c[1] * c[2]), -c[0], c[2], -c[3]))
+    return out
+
+
+def plan_layouts(inp: CheckInput, *, include_blocked: bool = True) -> list[Layout]:
+    """Every candidate layout on the visible GPUs, planned and checked."""
+    from sglaunch.validators.engine import validate
+
+    model = inp.model
+    dp_attention = model is not None and model.architecture not in NO_DP_ATTENTION
+    base = {k: v for k, v in inp.flags.items() if k not in PARALLEL_FLAGS}
+    out = []
+    for tp, dp, pp, adp in candidate_layouts(inp.gpu.count, dp_attention=dp_attention):
+        flags = dict(base, tp_size=tp, dp_size=dp, pp_size=pp)
+        if adp > 1:
+            flags["attn_dp_size"] = adp
+        variant = replace(inp, flags=flags)
+        plan = plan_memory(variant)
+        report = validate(variant)
+        blocking = tuple(
+            dict.fromkeys(
+                f.code
+                for f in report.findings
+                if f.severity is Severity.ERROR and not f.code.startswith("memory-")
+            )
+        )
+        layout = Layout(tp, dp, pp, adp, plan, blocking)
+        if include_blocked or not blocking:
+            out.append(layout)
+    return out
