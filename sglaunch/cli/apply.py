@@ -50,7 +50,14 @@ def run(args: argparse.Namespace, *, err: TextIO | None = None) -> int:
     )
     _warn_drift(profile, gpu, err, paint)
 
-    with _Checker(profile, gpu, schema, python, use_oracle=not args.no_oracle) as checker:
+    with _Checker(
+        profile,
+        gpu,
+        schema,
+        python,
+        use_oracle=not args.no_oracle,
+        use_service=not getattr(args, "no_oracle_service", False),
+    ) as checker:
         findings, answer, oracle_status = checker.check(profile)
         errors = [f for f in findings if f.severity is Severity.ERROR]
         if errors and args.fix:
@@ -134,7 +141,14 @@ class _Checker:
     """Both tiers for one profile's model and GPUs; the model is read and sglang started once."""
 
     def __init__(
-        self, profile: Any, gpu: Any, schema: FlagSchema, python: str | None, *, use_oracle: bool
+        self,
+        profile: Any,
+        gpu: Any,
+        schema: FlagSchema,
+        python: str | None,
+        *,
+        use_oracle: bool,
+        use_service: bool = True,
     ) -> None:
         from sglaunch.cli.check import inherited_env
         from sglaunch.facts.model import load_model_facts, model_path_for_sglang
@@ -154,9 +168,9 @@ class _Checker:
         self.oracle: Any = None
         self.unavailable = "skipped (--no-oracle)"
         if use_oracle:
-            from sglaunch.oracle.client import Oracle
+            from sglaunch.oracle.service_client import connect
 
-            self.oracle = Oracle(python=python)
+            self.oracle = connect(python, use_service=use_service)
             status = self.oracle.start()
             if not status.available:
                 self.unavailable = f"unavailable: {status.reason}"

@@ -57,6 +57,11 @@ def parser() -> Parser:
     p.add_argument(
         "--oracle-timeout", type=float, default=60.0, help="seconds to wait for sglang's verdict"
     )
+    p.add_argument(
+        "--no-oracle-service",
+        action="store_true",
+        help="start sglang's check in this process instead of asking the shared, warm service",
+    )
     return p
 
 
@@ -110,6 +115,7 @@ def run(argv: Sequence[str]) -> int:
         env_pairs=args.env,
         sglang_python=args.sglang_python,
         oracle_timeout=args.oracle_timeout,
+        use_service=not args.no_oracle_service,
     )
 
 
@@ -123,6 +129,7 @@ def check_command(
     env_pairs: Sequence[str] | None,
     sglang_python: str | None,
     oracle_timeout: float,
+    use_service: bool = True,
     out=None,  # type: ignore[no-untyped-def]
     err=None,  # type: ignore[no-untyped-def]
 ) -> int:
@@ -131,7 +138,7 @@ def check_command(
 
     out = out or sys.stdout
     err = err or sys.stderr
-    schema = _schema(use_oracle, sglang_python)
+    schema = _schema(use_oracle, sglang_python, use_service)
     sglang_argv, line_env = split_launch(sglang_tokens)
     if any(t == "--config" or t.startswith("--config=") for t in sglang_argv):
         # sglang merges the file into its argv before parsing: check what it will see
@@ -175,7 +182,7 @@ def check_command(
     )
     if use_oracle:
         result, sglang_version = _ask_oracle(
-            result, sglang_argv, env, sglang_python, oracle_timeout
+            result, sglang_argv, env, sglang_python, oracle_timeout, use_service
         )
     else:
         result.oracle_status = "skipped (--no-oracle)"
@@ -195,7 +202,7 @@ def check_command(
     return int(ExitCode.VALIDATION if result.errors else ExitCode.OK)
 
 
-def _schema(use_oracle: bool, sglang_python: str | None) -> FlagSchema:
+def _schema(use_oracle: bool, sglang_python: str | None, use_service: bool = False) -> FlagSchema:
     """The installed sglang's own flags (cached per interpreter) when it can be asked, else the bundled facts."""
     if not use_oracle:
         return bundled_schema()
@@ -203,6 +210,10 @@ def _schema(use_oracle: bool, sglang_python: str | None) -> FlagSchema:
         from sglaunch.oracle.schema_cache import load_flag_schema
     except ImportError:  # pragma: no cover - the oracle ships with sglaunch
         return bundled_schema()
+    if use_service:
+        from sglaunch.oracle.service_client import known_sglang_version
+
+        return load_flag_schema(sglang_python, version=known_sglang_version(sglang_python)).schema
     return load_flag_schema(sglang_python).schema
 
 
@@ -212,14 +223,15 @@ def _ask_oracle(
     env: dict[str, str],
     sglang_python: str | None,
     timeout: float,
+    use_service: bool = True,
 ) -> tuple[CheckResult, str | None]:
     try:
-        from sglaunch.oracle.client import Oracle
         from sglaunch.oracle.findings import oracle_findings
+        from sglaunch.oracle.service_client import connect
     except ImportError as exc:  # pragma: no cover - the oracle ships with sglaunch
         result.oracle_status = f"unavailable: {exc}"
         return result, None
-    oracle = Oracle(python=sglang_python, timeout=timeout)
+    oracle = connect(sglang_python, use_service=use_service, timeout=timeout)
     try:
         status = oracle.start()
         if not status.available:

@@ -85,6 +85,11 @@ def top_parser() -> Parser:
     p.add_argument("--json", action="store_true", help="with --apply: JSON lines on stdout")
     p.add_argument("--no-oracle", action="store_true", help="built-in rules only")
     p.add_argument(
+        "--no-oracle-service",
+        action="store_true",
+        help="with --apply: run sglang's check in this process, not in the shared service",
+    )
+    p.add_argument(
         "--startup-timeout",
         type=float,
         default=1800.0,
@@ -108,7 +113,7 @@ def _top(argv: Sequence[str]) -> int:
         from sglaunch.cli import apply
 
         return apply.run(args)
-    for flag in ("fix", "save", "detach", "json", "no_oracle"):
+    for flag in ("fix", "save", "detach", "json", "no_oracle", "no_oracle_service"):
         if getattr(args, flag):
             raise UserError(f"--{flag.replace('_', '-')} goes with --apply")
     from sglaunch.tui.launch import run_tui

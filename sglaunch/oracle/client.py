@@ -147,9 +147,15 @@ class Oracle:
     # -- asking ------------------------------------------------------------
 
     def resolve(
-        self, argv: Sequence[str], env: Mapping[str, str] | None, gpu: GpuFacts
+        self,
+        argv: Sequence[str],
+        env: Mapping[str, str] | None,
+        gpu: GpuFacts,
+        *,
+        cwd: str | None = None,
     ) -> OracleAnswer:
-        """sglang's verdict on `argv` (sglang's server flags) with `env` on `gpu`."""
+        """sglang's verdict on `argv` (sglang's server flags) with `env` on `gpu`;
+        relative paths in `argv` from `cwd` (default: the worker's own)."""
         with self._lock:
             status = self._ensure_started(retry_failed=False)
             if not status.available:
@@ -162,6 +168,8 @@ class Oracle:
                 "gpu": gpu_payload(gpu),
                 "timeout": self.timeout,
             }
+            if cwd:
+                request["cwd"] = cwd
             version = self._status.sglang_version
             t0 = time.perf_counter()
             try:
