@@ -6,7 +6,8 @@
     sglaunch explain TEXT-OR-CODE
     sglaunch --profile NAME --apply [--fix] [--detach] [--json]
     sglaunch profiles list | show | export | import | delete | diff
-    sglaunch oracle setup | status
+    sglaunch oracle setup | status | stop
+    sglaunch runs list | show RUN | logs RUN [--follow] | stop RUN | prune
 
 Nothing heavy is imported here: each command imports what it needs.
 """
@@ -46,11 +47,18 @@ def _oracle(argv: Sequence[str]) -> int:
     return oracle.run(argv)
 
 
+def _runs(argv: Sequence[str]) -> int:
+    from sglaunch.cli import runs
+
+    return runs.run(argv)
+
+
 SUBCOMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "check": _check,
     "explain": _explain,
     "profiles": _profiles,
     "oracle": _oracle,
+    "runs": _runs,
 }
 
 
@@ -59,7 +67,7 @@ def top_parser() -> Parser:
         prog="sglaunch",
         description=(
             "A launch assistant for SGLang: check server flags against sglang's own rules before "
-            "anything loads, launch, and watch the server. Subcommands: check, explain, profiles, oracle."
+            "anything loads, launch, and watch the server. Subcommands: check, explain, profiles, oracle, runs."
         ),
     )
     p.add_argument(
