@@ -341,6 +341,18 @@ class Service:
                 f"{wait:g} s",
                 python=self.python,
             )
+        elif self.state == "ready":
+            status = self.oracle.status
+            stale = not status.available or self._upgraded()
+            if stale and self._requests.acquire(timeout=wait):
+                try:
+                    self._restart_if_upgraded()
+                    status = self.oracle.status
+                    if not status.available:
+                        # the worker died and did not come back: a start retries, as Oracle.start does
+                        status = self.oracle.start()
+                finally:
+                    self._requests.release()
         else:
             status = self.oracle.status
         return {"status": dataclasses.asdict(status), "info": self.info()}

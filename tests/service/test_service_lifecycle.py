@@ -298,3 +298,35 @@ def test_channel_refuses_oversized_and_non_object_messages() -> None:
     finally:
         a.close()
         b.close()
+
+
+def test_a_new_sglang_in_the_interpreter_gets_a_new_worker(tmp_path: Path, folder: Path) -> None:
+    """The service is per interpreter and version: reinstalling sglang under it (pip
+    replaces the dist-info) restarts the worker on the next request."""
+    import sys
+
+    from tests.service.conftest import FAKE_WORKER
+
+    site = tmp_path / "site"
+    dist = site / "sglang-0.5.23.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: sglang\nVersion: 0.5.23\n")
+    python = tmp_path / "python"
+    python.write_text(
+        "#!/bin/sh\n"
+        f'if [ "$1" = "-c" ]; then PYTHONPATH="{site}" exec "{sys.executable}" "$@"; fi\n'
+        f'exec "{sys.executable}" "{FAKE_WORKER}" "$@"\n'
+    )
+    python.chmod(0o755)
+    oracle = started(str(python), folder)
+    try:
+        worker = ask_ok(oracle, "--a")["worker_pid"]
+        assert ask_ok(oracle, "--b")["worker_pid"] == worker  # nothing changed: the same worker
+        newer = site / "sglang-0.5.24.dist-info"
+        dist.rename(newer)
+        (newer / "METADATA").write_text("Metadata-Version: 2.1\nName: sglang\nVersion: 0.5.24\n")
+        assert wait_for(lambda: ask_ok(oracle, "--c")["worker_pid"] != worker, timeout=10)
+        assert wait_gone([worker]) == set()
+        assert live_service_pids(folder) == {oracle.service_pid}
+    finally:
+        oracle.close()
