@@ -1,19 +1,30 @@
-"""A launch being edited: model, GPUs, flags and environment, with its built-in verdict.
+"""The launch being edited: the one editing model that the TUI, `check` and `--apply` drive.
 
-UI-free: the TUI drives one, `--apply` drives one, tests drive one. Every
-change re-runs the built-in rules synchronously (well under a millisecond);
-asking sglang (the oracle) is the caller's business, because it is slow.
+A session holds the flags, the environment, the model, the GPU selection, the program that
+runs it, and the profile it came from with the state it was saved in. Every change goes
+through a method here and re-runs the built-in rules at once (well under a millisecond);
+asking sglang (the oracle) is `sglaunch.verdict`'s business, because it is slow.
+
+`CUDA_VISIBLE_DEVICES` is part of the GPU selection, never of the environment: it is
+derived from the selection when a launch or a check needs it, so it cannot be kept twice
+and disagree (a pasted `CUDA_VISIBLE_DEVICES=0,1 …` line used to show in the preview and
+vanish from the saved profile).
 """
 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
 from sglaunch.checking import build_input
-from sglaunch.facts.model import model_path_for_sglang
+from sglaunch.errors import UserError
+from sglaunch.facts.gpu import planning_fallback, select_visible
+from sglaunch.facts.model import model_path_for_sglang, source_for_path
+from sglaunch.facts.presets import DEFAULT_PLANNING, parse_gpu_spec
 from sglaunch.flags.argv import (
     FlagTypeError,
     check_choice,
@@ -24,31 +35,160 @@ from sglaunch.flags.argv import (
 )
 from sglaunch.flags.launchline import LaunchLine
 from sglaunch.flags.schema import FlagSchema, FlagSpec
+from sglaunch.program import Entry, as_entry, program_argv, program_length
+from sglaunch.secrets import (
+    MASK,
+    default_secret_env,
+    is_secret_env_name,
+    is_secret_flag,
+    mask_argv,
+    resolve_secret_values,
+)
 from sglaunch.validators.engine import Report, validate
-from sglaunch.validators.facts import FlagIssue, GpuFacts, ModelFacts
+from sglaunch.validators.facts import CheckInput, FlagIssue, GpuFacts, GpuMode, ModelFacts
 from sglaunch.validators.findings import Fix
 
-ENTRY_LAUNCH_SERVER = "launch_server"
-ENTRY_SERVE = "serve"
+if TYPE_CHECKING:
+    from sglaunch.profiles.profile import Profile
+    from sglaunch.runtime.spec import LaunchSpec
+
+CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
+ADHOC = "adhoc"
+INHERITED_ENV_PREFIXES = ("SGLANG_", "SGL_")
+
+
+def inherited_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The shell's variables that change what sglang does: the server inherits them."""
+    return {k: v for k, v in environ.items() if k.startswith(INHERITED_ENV_PREFIXES)}
 
 
 class FlagValueError(ValueError):
     """A value typed into the editor that sglang's parser would reject; the message is argparse's."""
 
 
-@dataclass
+@dataclass(frozen=True)
+class GpuChoice:
+    """Which GPUs the launch is for.
+
+    A planning `preset` (checks for a machine one may not have), or `visible` devices
+    (`CUDA_VISIBLE_DEVICES` among the probed GPUs), or neither: every probed GPU.
+    """
+
+    preset: str | None = None
+    visible: str | None = None
+
+    def describe(self) -> str:
+        if self.preset:
+            return f"planning for {self.preset}"
+        if self.visible is not None:
+            return f"{CUDA_VISIBLE_DEVICES}={self.visible}"
+        return "every GPU found"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What a saved profile holds, to tell whether there are unsaved changes."""
+
+    model: str | None
+    flags: tuple[tuple[str, str], ...]
+    env: tuple[tuple[str, str], ...]
+    secrets: tuple[tuple[str, str], ...]
+    gpus: GpuChoice
+    entry: str
+    python: str | None
+
+
 class LaunchSession:
-    schema: FlagSchema
-    gpu: GpuFacts
-    model_source: str | None = None
-    model: ModelFacts | None = None
-    flags: dict[str, Any] = field(default_factory=dict)
-    env: dict[str, str] = field(default_factory=dict)
-    entry: str = ENTRY_LAUNCH_SERVER
-    python: str = "python"
-    issues: list[FlagIssue] = field(default_factory=list)
-    report: Report | None = None
-    revision: int = 0  # bumped on every change; stale oracle answers are compared against it
+    """One launch being edited. Read the state through properties; change it through methods."""
+
+    def __init__(
+        self,
+        schema: FlagSchema,
+        *,
+        gpus: GpuChoice | None = None,
+        probed: GpuFacts | None = None,
+        default_python: str | None = None,
+        planning_default: str = DEFAULT_PLANNING,
+        inherited: Mapping[str, str] | None = None,
+    ) -> None:
+        self.schema = schema
+        self._flags: dict[str, Any] = {}
+        self._env: dict[str, str] = {}
+        # the shell's SGLANG_* variables: checked with, inherited by the server, never saved
+        self.inherited: Mapping[str, str] = MappingProxyType(dict(inherited or {}))
+        self._secrets: dict[str, str] = {}  # secret flag dest -> the variable holding it
+        self._choice = gpus or GpuChoice()
+        self._probed = probed
+        self._planning_default = planning_default
+        self._gpu = self._derive_gpu()
+        self.entry: Entry = "launch_server"
+        self.python: str | None = None  # the launch's own interpreter (a profile's, a paste's)
+        # the interpreter that has sglang, found by sglaunch: used when the launch names none
+        self.default_python = default_python
+        self.model_source: str | None = None
+        self.model: ModelFacts | None = None
+        self.model_pending: str | None = None  # asked for, not loaded yet
+        self.model_error: str | None = None
+        self.issues: list[FlagIssue] = []
+        self.profile: Profile | None = None  # as loaded or last saved: its revision guards saves
+        self._saved: Snapshot | None = None
+        self.revision = 0  # bumped on every change; stale oracle answers are compared against it
+        self.report: Report = self.validate()
+
+    # --- what is being edited -------------------------------------------------------
+
+    @property
+    def flags(self) -> Mapping[str, Any]:
+        return MappingProxyType(self._flags)
+
+    @property
+    def env(self) -> Mapping[str, str]:
+        """The launch's own variables; CUDA_VISIBLE_DEVICES lives in the GPU choice."""
+        return MappingProxyType(self._env)
+
+    @property
+    def secrets(self) -> Mapping[str, str]:
+        return MappingProxyType(self._secrets)
+
+    @property
+    def gpu_choice(self) -> GpuChoice:
+        return self._choice
+
+    @property
+    def probed(self) -> GpuFacts | None:
+        return self._probed
+
+    @property
+    def gpu(self) -> GpuFacts:
+        """The GPUs the checks are for, derived from the choice and what the probe found."""
+        return self._gpu
+
+    @property
+    def profile_name(self) -> str | None:
+        return self.profile.name if self.profile is not None else None
+
+    def environment(self) -> dict[str, str]:
+        """The variables the server will see on top of the inherited ones."""
+        env = dict(self._env)
+        if self._choice.visible is not None:
+            env[CUDA_VISIBLE_DEVICES] = self._choice.visible
+        return env
+
+    def check_env(self) -> dict[str, str]:
+        """What sglang will read: the inherited variables, then the launch's own."""
+        return {**self.inherited, **self.environment()}
+
+    def _derive_gpu(self) -> GpuFacts:
+        c = self._choice
+        if c.preset:
+            return parse_gpu_spec(c.preset)
+        probed = self._probed
+        if probed is None:
+            # not probed yet (or never will be): plan for the default machine meanwhile
+            return planning_fallback("GPUs not probed yet", self._planning_default)
+        if c.visible is not None and probed.mode is GpuMode.NVML:
+            return select_visible(probed, c.visible)
+        return probed
 
     # --- changes --------------------------------------------------------------------
 
@@ -56,72 +196,257 @@ class LaunchSession:
         self.revision += 1
         return self.validate()
 
-    def validate(self) -> Report:
-        inp = build_input(
-            self.flags,
-            gpu=self.gpu,
+    def check_input(self) -> CheckInput:
+        return build_input(
+            self._flags,
+            gpu=self._gpu,
             model=self.model,
-            env=self.env,
+            env=self.check_env(),
             schema=self.schema,
             issues=self.issues,
         )
-        self.report = validate(inp)
+
+    def validate(self) -> Report:
+        self.report = validate(self.check_input())
         return self.report
 
     def set_flag(self, dest: str, value: Any) -> Report:
         spec = self._spec(dest)
         if value is None or (spec.is_bool and value is False and spec.action != "boolean_optional"):
-            self.flags.pop(dest, None)
+            self._flags.pop(dest, None)
         else:
-            self.flags[dest] = value
+            self._flags[dest] = value
+        self._secrets.pop(dest, None)  # a value typed in replaces the reference
         self.issues = [i for i in self.issues if i.dest != dest]
         return self._changed()
 
     def unset_flag(self, dest: str) -> Report:
-        self.flags.pop(dest, None)
+        self._flags.pop(dest, None)
+        self._secrets.pop(dest, None)
         self.issues = [i for i in self.issues if i.dest != dest]
         return self._changed()
 
     def apply_fix(self, fix: Fix) -> Report:
-        self.flags = dict(fix.apply(self.flags))
+        self._flags = dict(fix.apply(self._flags))
         touched = set(fix.unset) | set(fix.set)
+        for dest in touched:
+            self._secrets.pop(dest, None)
         self.issues = [i for i in self.issues if i.dest not in touched]
         return self._changed()
 
     def set_env(self, name: str, value: str | None) -> Report:
+        if name == CUDA_VISIBLE_DEVICES:
+            # the devices are a GPU choice: one place, whichever way they were typed
+            return self.choose_devices(value)
         if value is None:
-            self.env.pop(name, None)
+            self._env.pop(name, None)
         else:
-            self.env[name] = value
+            self._env[name] = value
         return self._changed()
 
-    def set_gpu(self, gpu: GpuFacts) -> Report:
-        self.gpu = gpu
+    def choose_preset(self, preset: str) -> Report:
+        """Plan for a machine (UserError for a name no preset has); a preset has no devices."""
+        gpu = parse_gpu_spec(preset)
+        self._choice = GpuChoice(preset=gpu.preset)
+        self._gpu = gpu
         return self._changed()
 
-    def set_model(self, source: str, facts: ModelFacts) -> Report:
+    def choose_devices(self, visible: str | None) -> Report:
+        """Use these probed GPUs (None: all of them)."""
+        self._choice = GpuChoice(visible=visible)
+        self._gpu = self._derive_gpu()
+        return self._changed()
+
+    def set_probed(self, gpu: GpuFacts) -> Report:
+        """What the GPU probe found; a chosen preset stays chosen."""
+        self._probed = gpu
+        self._gpu = self._derive_gpu()
+        return self._changed()
+
+    def request_model(self, source: str) -> None:
+        """A model is wanted; its facts arrive with `model_loaded` (or `model_failed`)."""
+        self.model_pending = source
+        self.model_error = None
+        if self.model is None:
+            self.model_source = source  # nothing loaded to keep meanwhile
+
+    def model_loaded(self, source: str, facts: ModelFacts) -> bool:
+        """The facts of a requested model; False (ignored) when a later request replaced it."""
+        if source != self.model_pending:
+            return False
+        was_saved = self._saved is not None and not self.dirty
+        self.model_pending = None
+        self.model_error = None
         self.model_source = source
         self.model = facts
-        return self._changed()
+        if was_saved:
+            self._saved = self.snapshot()  # the launch's own model finished loading: no edit
+        self._changed()
+        return True
 
-    def load_argv(
-        self, argv: list[str], env: Mapping[str, str] | None = None
-    ) -> tuple[str | None, Report]:
-        """Replace the flags with a launch's argv; returns (its --model-path, report)."""
-        parsed = parse_argv(argv, self.schema)
+    def model_failed(self, source: str, message: str) -> bool:
+        """A requested model could not be read; the launch keeps the model it had."""
+        if source != self.model_pending:
+            return False
+        self.model_pending = None
+        self.model_error = message
+        return True
+
+    def load_argv(self, argv: Sequence[str], env: Mapping[str, str] | None = None) -> str | None:
+        """Replace the flags with a launch's argv (and env); returns its model, as a source.
+
+        A bundled example's folder reads back as `example:NAME`.
+        """
+        parsed = parse_argv(list(argv), self.schema)
         values = dict(parsed.values)
         model_path = values.pop("model_path", None)
-        self.flags = values
+        self._flags = values
+        self._secrets = {}
         self.issues = list(parsed.issues)
         if env is not None:
-            self.env = dict(env)
-        return model_path, self._changed()
+            env = dict(env)
+            visible = env.pop(CUDA_VISIBLE_DEVICES, None)
+            self._env = env
+            if visible is not None:
+                self._choice = GpuChoice(visible=visible)
+                self._gpu = self._derive_gpu()
+        self._changed()
+        return source_for_path(str(model_path)) if model_path is not None else None
 
-    def load_launch_line(self, line: LaunchLine) -> tuple[str | None, Report]:
-        self.entry = line.entry
+    def load_launch_line(self, line: LaunchLine) -> str | None:
+        self.entry = as_entry(line.entry)
         if line.python:
             self.python = line.python
         return self.load_argv(line.argv, line.env)
+
+    # --- profiles -------------------------------------------------------------------
+
+    def load_profile(self, profile: Profile) -> Report:
+        """Edit `profile`: its flags, environment, secrets, GPUs, program and model.
+
+        The model is only requested here: the caller loads its facts (off the event loop
+        in the TUI) and hands them to `model_loaded`. Raises UserError for a preset no
+        longer known.
+        """
+        gpus = profile.gpus
+        choice = GpuChoice(preset=gpus.preset, visible=gpus.cuda_visible_devices)
+        if choice.preset:
+            parse_gpu_spec(choice.preset)  # a bad preset fails before anything changes
+        self._flags = dict(profile.flags)
+        self._env = {k: v for k, v in profile.env.items() if k != CUDA_VISIBLE_DEVICES}
+        self._secrets = dict(profile.secrets)
+        self._choice = choice
+        self._gpu = self._derive_gpu()
+        self.entry = profile.entry
+        self.python = profile.sglang_python
+        self.issues = []
+        self.profile = profile
+        self.model = None
+        self.model_error = None
+        self.model_source = profile.model
+        self.model_pending = profile.model
+        self._saved = self.snapshot()
+        return self._changed()
+
+    @classmethod
+    def from_profile(
+        cls,
+        profile: Profile,
+        schema: FlagSchema,
+        *,
+        probed: GpuFacts | None = None,
+        default_python: str | None = None,
+        inherited: Mapping[str, str] | None = None,
+    ) -> LaunchSession:
+        session = cls(schema, probed=probed, default_python=default_python, inherited=inherited)
+        session.load_profile(profile)
+        return session
+
+    def to_profile(self, name: str, *, sglang_version: str | None = None) -> Profile:
+        """This launch as a profile named `name`. Secrets become references, never text.
+
+        Saving under the loaded profile's name keeps its revision (the store refuses the
+        save if the file changed since); any other name is a new profile ("save as").
+        """
+        from sglaunch.profiles.profile import GpuSelection, Profile, Validated, validate_name
+
+        validate_name(name)
+        flags = dict(self._flags)
+        secrets = dict(self._secrets)
+        for dest in list(flags):
+            spec = self.schema.get(dest)
+            if spec is not None and is_secret_flag(spec):
+                # typed in: the profile keeps a reference to the variable that will hold it
+                secrets[dest] = secrets.get(dest) or default_secret_env(dest)
+                del flags[dest]
+        base = self.profile if self.profile is not None and self.profile.name == name else None
+        gpu = self._gpu
+        validated = None
+        if sglang_version is not None:
+            validated = Validated(
+                sglang_version=sglang_version,
+                gpu_names=[d.name for d in gpu.devices],
+                gpu_count=gpu.count,
+                at=datetime.now(UTC),
+            )
+        profile = Profile(
+            name=name,
+            model=self.model_source,
+            flags=flags,
+            env=dict(self._env),
+            secrets=secrets,
+            gpus=GpuSelection(
+                cuda_visible_devices=self._choice.visible, preset=self._choice.preset
+            ),
+            sglang_python=self.python,
+            entry=self.entry,
+            notes=base.notes if base is not None else "",
+            validated=validated or (base.validated if base is not None else None),
+        )
+        return replace(profile, revision=base.revision if base is not None else None)
+
+    def mark_saved(self, profile: Profile) -> None:
+        """`profile` is what the store now holds for this launch."""
+        self.profile = profile
+        # what was typed in is now a reference; the value stays in the flags for this session
+        self._secrets = {d: v for d, v in profile.secrets.items() if d not in self._flags}
+        self._saved = self.snapshot()
+
+    def mark_clean(self) -> None:
+        """The launch as it is now counts as saved (a fresh start, nothing to lose yet)."""
+        self._saved = self.snapshot()
+
+    def forget_profile(self) -> None:
+        """The profile this launch came from was deleted: the launch is unsaved now."""
+        self.profile = None
+
+    def snapshot(self) -> Snapshot:
+        def items(mapping: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+            return tuple(sorted((k, repr(v)) for k, v in mapping.items()))
+
+        secrets = {
+            **self._secrets,
+            **{d: "typed" for d in self._flags if (s := self.schema.get(d)) and is_secret_flag(s)},
+        }
+        flags = {d: v for d, v in self._flags.items() if d not in secrets}
+        return Snapshot(
+            model=self.model_source,
+            flags=items(flags),
+            env=items(self._env),
+            secrets=items(secrets),
+            gpus=self._choice,
+            entry=self.entry,
+            python=self.python,
+        )
+
+    @property
+    def dirty(self) -> bool:
+        """Unsaved edits: anything that differs from the profile as loaded or saved."""
+        return self._saved is None or self.snapshot() != self._saved
+
+    def model_changed(self) -> bool:
+        """The model is no longer the loaded profile's (a paste of another model's line)."""
+        return self.profile is not None and self.profile.model != self.model_source
 
     # --- views ------------------------------------------------------------------------
 
@@ -137,41 +462,81 @@ class LaunchSession:
         return model_path_for_sglang(self.model_source)
 
     def argv(self) -> list[str]:
-        """sglang's argv for this launch: --model-path first, then the flags."""
+        """sglang's argv for this launch: --model-path, the flags, then referenced secrets.
+
+        A referenced secret is `****` here: enough to check (a secret's value never
+        changes a verdict), never a secret on screen. `launch_spec` reads the values.
+        """
+        out = self._base_argv()
+        for dest in self._secrets:
+            if dest not in self._flags:
+                out += [self.schema.cli_name(dest), MASK]
+        return out
+
+    def _base_argv(self) -> list[str]:
         out: list[str] = []
         path = self.model_path()
         if path:
             out += ["--model-path", path]
         return out + to_argv(
-            {k: v for k, v in self.flags.items() if k != "model_path"}, self.schema
+            {k: v for k, v in self._flags.items() if k != "model_path"}, self.schema
         )
 
+    @property
+    def launch_python(self) -> str | None:
+        """The interpreter that will run sglang: the launch's own, else the one sglaunch found."""
+        return self.python or self.default_python
+
     def command(self) -> list[str]:
-        if self.entry == ENTRY_SERVE:
-            return ["sglang", "serve", *self.argv()]
-        return [self.python, "-m", "sglang.launch_server", *self.argv()]
+        return [*program_argv(self.entry, self.launch_python), *self.argv()]
 
     def command_line(self, *, multiline: bool = False, display: bool = False) -> str:
-        """The launch as one shell line.
+        """The launch as one shell line, as it will run.
 
-        `display` is for the screen: bundled-example paths shortened, secrets masked.
+        `display` is for the screen: secrets masked, and a bundled example's folder marked
+        with the example's name (a shell comment, so the line still runs when copied).
         """
-        env_items = sorted(self.env.items())
+        env_items = sorted(self.environment().items())
         cmd = self.command()
         if display:
-            from sglaunch.secrets import MASK, is_secret_env_name, mask_argv
-
             env_items = [(k, MASK if is_secret_env_name(k) else v) for k, v in env_items]
             cmd = mask_argv(cmd, self.schema)
-            if self.model_source and self.model_source.startswith("example:"):
-                full = self.model_path()
-                cmd = [f"<{self.model_source}>" if tok == full else tok for tok in cmd]
         env = [f"{k}={shlex.quote(v)}" for k, v in env_items]
+        note = ""
+        if display and self.model_source and self.model_source.startswith("example:"):
+            note = f"  # {self.model_source}"
+        cut = program_length(self.entry)
         if not multiline:
-            return shlex.join(cmd) if not env else " ".join(env) + " " + shlex.join(cmd)
-        head = " ".join([*env, *map(shlex.quote, cmd[: 3 if self.entry != ENTRY_SERVE else 2])])
-        rest = _pairs(cmd[3 if self.entry != ENTRY_SERVE else 2 :])
-        return " \\\n    ".join([head, *rest])
+            line = shlex.join(cmd) if not env else " ".join(env) + " " + shlex.join(cmd)
+            return line + note
+        head = " ".join([*env, *map(shlex.quote, cmd[:cut])])
+        return " \\\n    ".join([head, *_pairs(cmd[cut:])]) + note
+
+    def launch_spec(
+        self,
+        environ: Mapping[str, str],
+        *,
+        resolved: Mapping[str, Any] | None = None,
+        python: str | None = None,
+    ) -> LaunchSpec:
+        """What to start: referenced secrets read from `environ` now (UserError if unset)."""
+        from sglaunch.runtime.spec import LaunchSpec
+
+        if self.model_source is None:
+            raise UserError("no model: open one first (ctrl+o, or --model PATH)")
+        refs = {d: v for d, v in self._secrets.items() if d not in self._flags}
+        values = resolve_secret_values(refs, environ, self.schema, profile=self.profile_name)
+        argv = self._base_argv()
+        for dest, value in values.items():
+            argv += [self.schema.cli_name(dest), value]
+        return LaunchSpec(
+            argv=tuple(argv),
+            python=python or self.launch_python or "python",
+            entry=self.entry,
+            env=self.environment(),
+            profile=self.profile_name or ADHOC,
+            resolved=resolved,
+        )
 
 
 def parse_value(spec: FlagSpec, text: str) -> Any:

@@ -15,6 +15,7 @@ from typing import Any
 
 from sglaunch.validators.facts import CheckInput
 from sglaunch.validators.findings import Finding, Override, Severity, sort_findings
+from sglaunch.validators.fixes import vet_fixes
 
 RuleFunc = Callable[[CheckInput], Iterable[Finding]]
 
@@ -108,8 +109,8 @@ class Report:
         return [f.code for f in self.findings]
 
 
-def validate(inp: CheckInput, rules: Iterable[Rule] | None = None) -> Report:
-    """Run every applicable rule; errors first. Never raises for any input."""
+def run_rules(inp: CheckInput, rules: Iterable[Rule] | None = None) -> list[Finding]:
+    """Every applicable rule's findings, errors first. Never raises for any input."""
     selected = all_rules() if rules is None else list(rules)
     findings: list[Finding] = []
     for r in selected:
@@ -126,11 +127,20 @@ def validate(inp: CheckInput, rules: Iterable[Rule] | None = None) -> Report:
                     "its verdict is missing — please report this",
                 )
             )
+    return sort_findings(findings)
+
+
+def validate(inp: CheckInput, rules: Iterable[Rule] | None = None, *, vet: bool = True) -> Report:
+    """Run every applicable rule; errors first; fixes that do not hold are dropped."""
+    selected = all_rules() if rules is None else list(rules)
+    findings = run_rules(inp, selected)
+    if vet:
+        findings = vet_fixes(inp, findings, lambda fixed: run_rules(fixed, selected))
     changes: dict[str, tuple[Any, Any]] = {}
     for f in findings:
         if f.override is not None:
             changes[f.override.field] = (f.override.asked, f.override.value)
-    return Report(findings=tuple(sort_findings(findings)), changes=changes)
+    return Report(findings=tuple(findings), changes=changes)
 
 
 def override_finding(

@@ -1,32 +1,55 @@
 """`sglaunch --profile NAME --apply [--fix] [--save] [--detach] [--json]`: validate, then launch and monitor.
 
-load → probe GPUs → warn when sglang or the GPUs differ from what the profile was
-validated with → both tiers of validation → stop with exit 1 on errors (or, with
---fix, apply each error's first fix and say what changed; --save writes it back)
-→ launch → monitor as progress lines (JSON lines with --json) → exit code.
+load → the launch spec (a secret whose variable is unset stops here, before any check) →
+probe GPUs → warn when sglang or the GPUs differ from what the profile was validated with →
+both tiers of validation → stop with exit 1 on errors (or, with --fix, apply each error's
+first fix and say what changed; --save writes it back) → launch → monitor as progress lines
+(JSON lines with --json; the first line is the check's result) → exit code.
+
+It drives the same `LaunchSession` and `TwoTier` verdict as the TUI.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from dataclasses import replace
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from sglaunch import SGLANG_VERSION
+from sglaunch.checking import findings_json
 from sglaunch.cli.render import Painter, print_findings, summary_line
 from sglaunch.errors import UserError
 from sglaunch.exitcodes import ExitCode
 from sglaunch.flags.schema import FlagSchema, bundled_schema
-from sglaunch.validators.facts import GpuMode
-from sglaunch.validators.findings import Finding, Severity
+from sglaunch.session import LaunchSession, inherited_env
+from sglaunch.validators.facts import GpuFacts, GpuMode
+from sglaunch.validators.findings import Severity
+from sglaunch.verdict import TwoTier, Verdict
+
+if TYPE_CHECKING:
+    from sglaunch.profiles.profile import Profile
 
 MAX_FIX_ROUNDS = 5
 
 
-def _say(text: str, err: TextIO, paint: Painter | None = None, style: str = "") -> None:
-    print(paint(text, style) if paint and style else text, file=err)
+class _Out:
+    """Progress and findings on stderr; with --json, one JSON object per line on stdout."""
+
+    def __init__(self, err: TextIO, json_out: TextIO | None) -> None:
+        self.err = err
+        self.paint = Painter(err)
+        self.json_out = json_out
+
+    def say(self, text: str, style: str = "") -> None:
+        print(self.paint(text, style) if style else text, file=self.err)
+
+    def record(self, data: dict[str, Any]) -> None:
+        if self.json_out is not None:
+            self.json_out.write(json.dumps(data, default=str) + "\n")
+            self.json_out.flush()
 
 
 def run(args: argparse.Namespace, *, err: TextIO | None = None) -> int:
@@ -34,62 +57,102 @@ def run(args: argparse.Namespace, *, err: TextIO | None = None) -> int:
 
     if args.save and not args.fix:
         raise UserError("--save goes with --fix (it saves the fixed profile)")
-    err = err or sys.stderr
-    paint = Painter(err)
+    out = _Out(err or sys.stderr, sys.stdout if args.json else None)
     store = ProfileStore()
     profile = store.load(args.profile)
     python = args.sglang_python or profile.sglang_python
     schema = _schema(not args.no_oracle, python)
-
-    gpu = _gpu_facts(profile, args.gpu)
-    _say(
-        f"sglaunch --apply {profile.name} · {profile.model} · {gpu.status or gpu.describe()}",
-        err,
-        paint,
-        "2",
+    session = _session(profile, schema, python)
+    # a secret whose variable is unset stops the launch: say so before any findings
+    session.launch_spec(os.environ)
+    gpu = _choose_gpus(session, profile, args.gpu, out)
+    out.say(
+        f"sglaunch --apply {profile.name} · {profile.model} · {gpu.status or gpu.describe()}", "2"
     )
-    _warn_drift(profile, gpu, err, paint)
+    _warn_drift(profile, gpu, out)
 
-    with _Checker(
-        profile,
-        gpu,
-        schema,
-        python,
-        use_oracle=not args.no_oracle,
-        use_service=not getattr(args, "no_oracle_service", False),
-    ) as checker:
-        findings, answer, oracle_status = checker.check(profile)
-        errors = [f for f in findings if f.severity is Severity.ERROR]
-        if errors and args.fix:
-            profile, findings, answer, oracle_status = _fix(
-                profile, findings, checker, schema, err, paint
-            )
-            errors = [f for f in findings if f.severity is Severity.ERROR]
-            if args.save and not errors:
-                profile = store.save(profile)
-                _say(f"saved the fixed profile {profile.name}", err, paint, "green")
+    tiers = TwoTier(
+        _oracle(python, not getattr(args, "no_oracle_service", False))
+        if not args.no_oracle
+        else None
+    )
+    if args.no_oracle:
+        tiers.switch_off("skipped (--no-oracle)")
+    try:
+        verdict = tiers.check(session)
+        if verdict.errors and args.fix:
+            verdict = _fix(session, verdict, tiers, schema, out)
+            if args.save and not verdict.errors:
+                saved = session.to_profile(profile.name, sglang_version=verdict.sglang_version)
+                # the check ran on this machine's GPUs; the profile keeps its own selection
+                saved = store.save(replace(saved, gpus=profile.gpus))
+                session.mark_saved(saved)
+                out.say(f"saved the fixed profile {saved.name}", "32")
         elif args.save:
-            _say("nothing to fix; the profile is unchanged and was not saved", err, paint, "2")
-    print_findings([f for f in findings if f.severity is not Severity.OVERRIDE], schema, err)
-    _say(f"{summary_line(findings)} · sglang check: {oracle_status}", err, paint, "2")
-    if errors:
-        _say(
-            f"not launching: {len(errors)} error{'s' if len(errors) != 1 else ''} "
+            out.say("nothing to fix; the profile is unchanged and was not saved", "2")
+    finally:
+        tiers.close()
+    shown = [f for f in verdict.findings if f.severity is not Severity.OVERRIDE]
+    print_findings(shown, schema, out.err)
+    out.say(f"{summary_line(list(verdict.findings))} · sglang check: {verdict.oracle_status}", "2")
+    out.record(_checked_json(profile.name, verdict, schema))
+    if verdict.errors:
+        n = len(verdict.errors)
+        out.say(
+            f"not launching: {n} error{'s' if n != 1 else ''} "
             f"(sglaunch --profile {profile.name} --apply --fix applies the first fix of each)",
-            err,
-            paint,
             "31",
         )
         return int(ExitCode.VALIDATION)
     if gpu.mode is GpuMode.PLANNING:
-        _say(
+        out.say(
             f"! planning mode: checked for {gpu.describe()}, not for GPUs found here; "
             "sglang will use whatever GPUs this machine has",
-            err,
-            paint,
             "33",
         )
-    return _launch(profile, python, answer, args, err)
+    return _launch(session, verdict, args, out.err)
+
+
+def _session(profile: Profile, schema: FlagSchema, python: str | None) -> LaunchSession:
+    from sglaunch.facts.model import load_model_facts
+    from sglaunch.oracle.interpreter import find_sglang_python
+
+    if not profile.model:
+        raise UserError(f"profile '{profile.name}' has no model: set one and save it again")
+    launch_python = python
+    if launch_python is None:
+        found = find_sglang_python(None)
+        # the managed CPU environment checks flags; it cannot serve
+        launch_python = found.path if found.source != "managed" else None
+    session = LaunchSession.from_profile(
+        profile, schema, default_python=launch_python, inherited=inherited_env(os.environ)
+    )
+    try:
+        facts = load_model_facts(profile.model)
+    except UserError as exc:
+        raise UserError(f"profile '{profile.name}': {exc.message}", exc.code) from None
+    session.model_loaded(profile.model, facts)
+    return session
+
+
+def _choose_gpus(session: LaunchSession, profile: Profile, spec: str | None, out: _Out) -> GpuFacts:
+    """`--gpu` when given; else the GPUs found here; else the profile's preset (planning)."""
+    from sglaunch.facts.gpu import probe_gpus
+    from sglaunch.facts.presets import DEFAULT_PLANNING
+
+    if spec:
+        session.choose_preset(spec)
+        return session.gpu
+    preset = profile.gpus.preset
+    probed = probe_gpus(
+        env={**os.environ, **session.environment()}, fallback_preset=preset or DEFAULT_PLANNING
+    )
+    session.set_probed(probed)
+    if probed.mode is GpuMode.NVML and preset:
+        # a launch runs on the GPUs it finds: check for those, not for the planned machine
+        out.say(f"! the profile plans for {preset}; checking the GPUs found here", "33")
+        session.choose_devices(profile.gpus.cuda_visible_devices)
+    return session.gpu
 
 
 def _schema(use_oracle: bool, python: str | None) -> FlagSchema:
@@ -100,29 +163,20 @@ def _schema(use_oracle: bool, python: str | None) -> FlagSchema:
     return load_flag_schema(python).schema
 
 
-def _gpu_facts(profile: Any, spec: str | None) -> Any:
-    from sglaunch.facts.gpu import probe_gpus
-    from sglaunch.facts.presets import DEFAULT_PLANNING, parse_gpu_spec
+def _oracle(python: str | None, use_service: bool = True) -> Any:
+    from sglaunch.oracle.service_client import connect
 
-    if spec:
-        return parse_gpu_spec(spec)
-    env = dict(os.environ)
-    if profile.gpus.cuda_visible_devices is not None:
-        env["CUDA_VISIBLE_DEVICES"] = profile.gpus.cuda_visible_devices
-    # no GPU here: plan for the machine the profile was saved for
-    return probe_gpus(env=env, fallback_preset=profile.gpus.preset or DEFAULT_PLANNING)
+    return connect(python, use_service=use_service)
 
 
-def _warn_drift(profile: Any, gpu: Any, err: TextIO, paint: Painter) -> None:
+def _warn_drift(profile: Profile, gpu: GpuFacts, out: _Out) -> None:
     v = profile.validated
     if v is None:
-        _say("! this profile was never validated; checking it now", err, paint, "33")
+        out.say("! this profile was never validated; checking it now", "33")
         return
     if v.sglang_version and v.sglang_version != SGLANG_VERSION:
-        _say(
+        out.say(
             f"! validated with sglang {v.sglang_version}; sglaunch mirrors sglang {SGLANG_VERSION}",
-            err,
-            paint,
             "33",
         )
     names = sorted({d.name for d in gpu.devices})
@@ -134,98 +188,25 @@ def _warn_drift(profile: Any, gpu: Any, err: TextIO, paint: Painter) -> None:
             if v.gpu_names
             else f"{v.gpu_count} GPUs"
         )
-        _say(f"! validated on {was}; now {gpu.describe()}", err, paint, "33")
-
-
-class _Checker:
-    """Both tiers for one profile's model and GPUs; the model is read and sglang started once."""
-
-    def __init__(
-        self,
-        profile: Any,
-        gpu: Any,
-        schema: FlagSchema,
-        python: str | None,
-        *,
-        use_oracle: bool,
-        use_service: bool = True,
-    ) -> None:
-        from sglaunch.cli.check import inherited_env
-        from sglaunch.facts.model import load_model_facts, model_path_for_sglang
-        from sglaunch.profiles.argvform import env_items
-
-        if not profile.model:
-            raise UserError(f"profile '{profile.name}' has no model: set one and save it again")
-        try:
-            self.model = load_model_facts(profile.model)
-        except UserError as exc:
-            raise UserError(f"profile '{profile.name}': {exc.message}", exc.code) from None
-        self.model_path = model_path_for_sglang(profile.model)
-        # what the server will see: the shell's SGLANG_* variables, then the profile's
-        self.env = {**inherited_env(os.environ), **dict(env_items(profile))}
-        self.gpu = gpu
-        self.schema = schema
-        self.oracle: Any = None
-        self.unavailable = "skipped (--no-oracle)"
-        if use_oracle:
-            from sglaunch.oracle.service_client import connect
-
-            self.oracle = connect(python, use_service=use_service)
-            status = self.oracle.start()
-            if not status.available:
-                self.unavailable = f"unavailable: {status.reason}"
-                self.close()
-
-    def __enter__(self) -> _Checker:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        if self.oracle is not None:
-            self.oracle.close()
-            self.oracle = None
-
-    def check(self, profile: Any) -> tuple[list[Finding], Any, str]:
-        from sglaunch.checking import check_flags, with_oracle
-        from sglaunch.oracle.findings import oracle_findings
-        from sglaunch.profiles import sglang_argv
-
-        argv = sglang_argv(profile, schema=self.schema, model_path=self.model_path)
-        result = check_flags(argv, schema=self.schema, gpu=self.gpu, model=self.model, env=self.env)
-        if self.oracle is None:
-            return list(result.findings), None, self.unavailable
-        answer = self.oracle.resolve(argv, self.env, self.gpu)
-        checked = with_oracle(result, answer, oracle_findings(answer))
-        return list(checked.findings), checked.oracle, checked.oracle_status
+        out.say(f"! validated on {was}; now {gpu.describe()}", "33")
 
 
 def _fix(
-    profile: Any,
-    findings: list[Finding],
-    checker: _Checker,
-    schema: FlagSchema,
-    err: TextIO,
-    paint: Painter,
-) -> tuple[Any, list[Finding], Any, str]:
+    session: LaunchSession, verdict: Verdict, tiers: TwoTier, schema: FlagSchema, out: _Out
+) -> Verdict:
     """Apply each error's first fix, re-checking after each round, until none is left."""
-    answer: Any = None
-    status = ""
     for _ in range(MAX_FIX_ROUNDS):
-        errors = [f for f in findings if f.severity is Severity.ERROR and f.fixes]
+        errors = [f for f in verdict.findings if f.is_error and f.fixes]
         if not errors:
             break
-        flags = dict(profile.flags)
         for finding in errors:
             fix = finding.fixes[0]
-            before = dict(flags)
-            flags = fix.apply(flags)
-            changes = _describe(before, flags, schema)
-            _say(f"fixed {finding.code}: {fix.label} ({changes})", err, paint, "32")
-        profile = replace(profile, flags=flags)
-        findings, answer, status = checker.check(profile)
-    return profile, findings, answer, status
+            before = dict(session.flags)
+            session.apply_fix(fix)
+            changes = _describe(before, dict(session.flags), schema)
+            out.say(f"fixed {finding.code}: {fix.label} ({changes})", "32")
+        verdict = tiers.check(session)
+    return verdict
 
 
 def _describe(before: dict[str, Any], after: dict[str, Any], schema: FlagSchema) -> str:
@@ -238,28 +219,22 @@ def _describe(before: dict[str, Any], after: dict[str, Any], schema: FlagSchema)
     return ", ".join(parts) or "no change"
 
 
-def _launch(
-    profile: Any, python: str | None, answer: Any, args: argparse.Namespace, err: TextIO
-) -> int:
-    from sglaunch.oracle.interpreter import find_sglang_python
-    from sglaunch.profiles import resolve_launch
-    from sglaunch.profiles.argvform import program
-    from sglaunch.runtime import LaunchSpec, run_headless
+def _checked_json(name: str, verdict: Verdict, schema: FlagSchema) -> dict[str, Any]:
+    return {
+        "event": "checked",
+        "profile": name,
+        "ok": verdict.ok,
+        "sglang_version": verdict.sglang_version,
+        "oracle": verdict.oracle_status,
+        "findings": findings_json(verdict.findings, schema),
+    }
 
-    if python is None:
-        found = find_sglang_python(None)
-        # the managed CPU environment checks flags; it cannot serve
-        python = found.path if found.source != "managed" else None
-    launch = resolve_launch(profile, python=python)
-    exe = program(profile, python)
-    spec = LaunchSpec(
-        argv=tuple(launch.argv[len(exe) :]),
-        python=python or "python",
-        entry=profile.entry,
-        env=launch.env,
-        profile=profile.name,
-        resolved=answer.resolved if answer is not None else None,
-    )
+
+def _launch(session: LaunchSession, verdict: Verdict, args: argparse.Namespace, err: TextIO) -> int:
+    from sglaunch.runtime import run_headless
+
+    answer = verdict.answer
+    spec = session.launch_spec(os.environ, resolved=answer.resolved if answer else None)
     code = run_headless(
         spec,
         json_lines=args.json,

@@ -8,17 +8,19 @@ import shlex
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TextIO
 
-from sglaunch.checking import CheckResult, check_flags, result_json, with_oracle
+from sglaunch.checking import result_json
 from sglaunch.cli.args import Parser, interpreter_path, parse_env_pairs, split_double_dash
 from sglaunch.cli.render import Painter, print_findings, summary_line
 from sglaunch.errors import UserError
 from sglaunch.exitcodes import ExitCode
 from sglaunch.flags.launchline import parse_launch_line
 from sglaunch.flags.schema import FlagSchema, bundled_schema
+from sglaunch.session import LaunchSession, inherited_env
+from sglaunch.validators.facts import ModelFacts
+from sglaunch.verdict import OracleClient, TwoTier, Verdict
 
-INHERITED_ENV_PREFIXES = ("SGLANG_", "SGL_")
 PARSE_CODES = ("unknown-flag", "ambiguous-flag", "invalid-flag-value")
 
 
@@ -63,10 +65,6 @@ def parser() -> Parser:
         help="start sglang's check in this process instead of asking the shared, warm service",
     )
     return p
-
-
-def inherited_env(environ: Mapping[str, str]) -> dict[str, str]:
-    return {k: v for k, v in environ.items() if k.startswith(INHERITED_ENV_PREFIXES)}
 
 
 def split_launch(tokens: list[str]) -> tuple[list[str], dict[str, str]]:
@@ -130,10 +128,9 @@ def check_command(
     sglang_python: str | None,
     oracle_timeout: float,
     use_service: bool = True,
-    out=None,  # type: ignore[no-untyped-def]
-    err=None,  # type: ignore[no-untyped-def]
+    out: TextIO | None = None,
+    err: TextIO | None = None,
 ) -> int:
-    from sglaunch.facts.gpu import gpu_facts_for
     from sglaunch.facts.model import load_model_facts, model_path_for_sglang
 
     out = out or sys.stdout
@@ -146,7 +143,7 @@ def check_command(
         from sglaunch.profiles.sglang_yaml import expand_config
 
         sglang_argv = expand_config(sglang_argv, schema=schema)
-    env = {**inherited_env(os.environ), **line_env, **parse_env_pairs(env_pairs)}
+    env = {**line_env, **parse_env_pairs(env_pairs)}
 
     source = model or model_from_argv(sglang_argv, schema)
     if not source:
@@ -155,92 +152,100 @@ def check_command(
         )
     model_facts = load_model_facts(source)
     sglang_argv = with_model_path(sglang_argv, model_path_for_sglang(source), schema)
-    gpu = gpu_facts_for(gpu_spec, env={**os.environ, **env})
 
+    session = checked_session(schema, sglang_argv, env, source, model_facts, gpu_spec)
     t0 = time.perf_counter()
-    result = check_flags(sglang_argv, schema=schema, gpu=gpu, model=model_facts, env=env)
+    session.validate()  # timed on its own: what one re-check costs
     builtin_ms = (time.perf_counter() - t0) * 1000
-
-    sglang_version: str | None = None
+    tiers = TwoTier(_oracle(sglang_python, oracle_timeout, use_service) if use_oracle else None)
+    if not use_oracle:
+        tiers.switch_off("skipped (--no-oracle)")
+    gpu = session.gpu
     paint = Painter(err)
-    if result.has_parse_errors:
-        # sglang's parser stops here (exit 2): say just that, one line per flag
-        for f in result.findings:
-            if f.code in PARSE_CODES:
-                print(f"sglaunch: {f.message}", file=err)
-        if as_json:
-            result.oracle_status = "skipped: sglang's parser would stop at the flag errors first"
-            data = result_json(result, schema=schema, argv=sglang_argv, sglang_version=None)
-            out.write(json.dumps(data, indent=2, default=_json_default) + "\n")
-            out.flush()
-        return int(ExitCode.USAGE)
-    print(
-        paint.dim(
-            f"sglaunch check · {model_facts.architecture} ({source}) · {gpu.status or gpu.describe()}"
-        ),
-        file=err,
-    )
-    if use_oracle:
-        result, sglang_version = _ask_oracle(
-            result, sglang_argv, env, sglang_python, oracle_timeout, use_service
+    try:
+        if session.issues:
+            # sglang's parser stops here (exit 2): say just that, one line per flag
+            for f in session.report.findings:
+                if f.code in PARSE_CODES:
+                    print(f"sglaunch: {f.message}", file=err)
+            if as_json:
+                _print_json(out, tiers.verdict(session), session, sglang_argv, None)
+            return int(ExitCode.USAGE)
+        print(
+            paint.dim(
+                f"sglaunch check · {model_facts.architecture} ({source}) · {gpu.status or gpu.describe()}"
+            ),
+            file=err,
         )
-    else:
-        result.oracle_status = "skipped (--no-oracle)"
-
-    print_findings(result.findings, schema, err)
-    status = f"sglang check: {result.oracle_status}"
+        verdict = tiers.check(session)
+    finally:
+        tiers.close()
+    print_findings(list(verdict.findings), schema, err)
+    status = f"sglang check: {verdict.oracle_status}"
     print(
         paint.dim(
-            f"{summary_line(result.findings)} · built-in rules {builtin_ms:.1f} ms · {status}"
+            f"{summary_line(list(verdict.findings))} · built-in rules {builtin_ms:.1f} ms · {status}"
         ),
         file=err,
     )
     if as_json:
-        data = result_json(result, schema=schema, argv=sglang_argv, sglang_version=sglang_version)
-        out.write(json.dumps(data, indent=2, default=_json_default) + "\n")
-        out.flush()
-    return int(ExitCode.VALIDATION if result.errors else ExitCode.OK)
+        version = verdict.answer.sglang_version if verdict.answer is not None else None
+        _print_json(out, verdict, session, sglang_argv, version)
+    return int(ExitCode.VALIDATION if verdict.errors else ExitCode.OK)
+
+
+def checked_session(
+    schema: FlagSchema,
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    source: str,
+    facts: ModelFacts,
+    gpu_spec: str | None,
+) -> LaunchSession:
+    """The launch as a session: the flags, the model's facts, and the GPUs to check for."""
+    from sglaunch.facts.gpu import probe_gpus
+
+    session = LaunchSession(schema, inherited=inherited_env(os.environ))
+    session.load_argv(argv, env)
+    session.request_model(source)
+    session.model_loaded(source, facts)
+    if gpu_spec:
+        session.choose_preset(gpu_spec)
+    else:
+        session.set_probed(probe_gpus(env={**os.environ, **session.environment()}))
+    return session
+
+
+def _print_json(
+    out: TextIO,
+    verdict: Verdict,
+    session: LaunchSession,
+    argv: Sequence[str],
+    sglang_version: str | None,
+) -> None:
+    data = result_json(verdict, session, argv=argv, sglang_version=sglang_version)
+    out.write(json.dumps(data, indent=2, default=_json_default) + "\n")
+    out.flush()
 
 
 def _schema(use_oracle: bool, sglang_python: str | None, use_service: bool = False) -> FlagSchema:
     """The installed sglang's own flags (cached per interpreter) when it can be asked, else the bundled facts."""
     if not use_oracle:
         return bundled_schema()
-    try:
-        from sglaunch.oracle.schema_cache import load_flag_schema
-    except ImportError:  # pragma: no cover - the oracle ships with sglaunch
-        return bundled_schema()
+    from sglaunch.oracle.schema_cache import load_flag_schema
+
     if use_service:
+        # a warm service knows sglang's version: no interpreter is started to ask it
         from sglaunch.oracle.service_client import known_sglang_version
 
         return load_flag_schema(sglang_python, version=known_sglang_version(sglang_python)).schema
     return load_flag_schema(sglang_python).schema
 
 
-def _ask_oracle(
-    result: CheckResult,
-    argv: list[str],
-    env: dict[str, str],
-    sglang_python: str | None,
-    timeout: float,
-    use_service: bool = True,
-) -> tuple[CheckResult, str | None]:
-    try:
-        from sglaunch.oracle.findings import oracle_findings
-        from sglaunch.oracle.service_client import connect
-    except ImportError as exc:  # pragma: no cover - the oracle ships with sglaunch
-        result.oracle_status = f"unavailable: {exc}"
-        return result, None
-    oracle = connect(sglang_python, use_service=use_service, timeout=timeout)
-    try:
-        status = oracle.start()
-        if not status.available:
-            result.oracle_status = f"unavailable: {status.reason}"
-            return result, None
-        answer = oracle.resolve(argv, env, result.gpu)
-    finally:
-        oracle.close()
-    return with_oracle(result, answer, oracle_findings(answer)), answer.sglang_version
+def _oracle(sglang_python: str | None, timeout: float, use_service: bool = True) -> OracleClient:
+    from sglaunch.oracle.service_client import connect
+
+    return connect(sglang_python, use_service=use_service, timeout=timeout)
 
 
 def _json_default(value: Any) -> Any:

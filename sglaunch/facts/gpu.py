@@ -62,6 +62,22 @@ def visible_indices(env_value: str | None, uuids: list[str]) -> list[int] | None
     return out
 
 
+def select_visible(gpu: GpuFacts, visible: str) -> GpuFacts:
+    """The probed GPUs that CUDA_VISIBLE_DEVICES=`visible` leaves, in CUDA's order.
+
+    `gpu` lists physical devices by their NVML index, and the value names them by index
+    or UUID, as CUDA reads it (enumeration stops at the first entry that names none).
+    """
+    count = max((d.index for d in gpu.devices), default=-1) + 1
+    uuids = [""] * count
+    for d in gpu.devices:
+        uuids[d.index] = d.uuid
+    by_index = {d.index: d for d in gpu.devices}
+    chosen = visible_indices(visible, uuids) or []
+    devices = tuple(by_index[i] for i in chosen if i in by_index)
+    return replace(gpu, devices=devices, status=f"CUDA_VISIBLE_DEVICES={visible} · {gpu.status}")
+
+
 def planning_fallback(reason: str, preset: str = DEFAULT_PLANNING) -> GpuFacts:
     facts = parse_gpu_spec(preset)
     return replace(

@@ -79,6 +79,10 @@ def parse_launch_line(text: str) -> LaunchLine:
             break
         if tok.rsplit("/", 1)[-1] == "sglang" and i + 1 < len(tokens) and tokens[i + 1] == "serve":
             entry, start = "serve", i + 2
+            if "/" in tok:
+                # the script belongs to an environment: name it by its interpreter, the
+                # way a launch_server line does (sglaunch.program puts the script back)
+                python = tok.rsplit("/", 1)[0] + "/python"
             break
         if tok.endswith("sglang/launch_server.py"):
             entry, start = "launch_server", i + 1

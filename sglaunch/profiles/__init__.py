@@ -18,7 +18,7 @@ from sglaunch.profiles.command import (
     to_script,
 )
 from sglaunch.profiles.diff import DiffLine, diff
-from sglaunch.profiles.launch import Launch, resolve_launch, sglang_argv
+from sglaunch.profiles.launch import sglang_argv
 from sglaunch.profiles.profile import (
     SCHEMA_VERSION,
     GpuSelection,
@@ -50,7 +50,6 @@ __all__ = [
     "Exported",
     "GpuSelection",
     "Imported",
-    "Launch",
     "Masker",
     "Profile",
     "ProfileInfo",
@@ -69,7 +68,6 @@ __all__ = [
     "name_from_model",
     "profile_from_command",
     "profile_from_yaml",
-    "resolve_launch",
     "resolve_secret_values",
     "secret_dests",
     "secret_values",

@@ -10,7 +10,6 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from sglaunch.errors import UserError
@@ -26,6 +25,7 @@ from sglaunch.profiles.profile import (
     name_from_model,
     validate_name,
 )
+from sglaunch.program import as_entry, program_argv
 from sglaunch.secrets import (
     ENV_NAME,
     default_secret_env,
@@ -90,12 +90,8 @@ def exported_model(model: str | None) -> str | None:
 
 
 def program(profile: Profile, python: str | None = None) -> list[str]:
-    if profile.entry == "serve":
-        exe = "sglang"
-        if profile.sglang_python:
-            exe = str(Path(profile.sglang_python).parent / "sglang")
-        return [exe, "serve"]
-    return [profile.sglang_python or python or "python", "-m", "sglang.launch_server"]
+    """The program part of the profile's launch: its own interpreter wins over `python`."""
+    return program_argv(profile.entry, profile.sglang_python or python)
 
 
 def flags_argv(
@@ -235,6 +231,6 @@ def profile_from_values(
         secrets=secrets,
         gpus=gpus,
         sglang_python=python if python and python not in _DEFAULT_PYTHONS else None,
-        entry="serve" if entry == "serve" else "launch_server",
+        entry=as_entry(entry),
     )
     return Imported(profile=profile, warnings=warnings)

@@ -13,15 +13,14 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from sglaunch.errors import UserError
 from sglaunch.flags.schema import FlagSchema, FlagSpec, bundled_schema
+from sglaunch.program import ENTRIES, Entry
 from sglaunch.secrets import ENV_NAME, is_secret_env_name, is_secret_flag
 
 SCHEMA_VERSION = 1
-ENTRIES = ("launch_server", "serve")
-Entry = Literal["launch_server", "serve"]
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 MAX_NAME = 100

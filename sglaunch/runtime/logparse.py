@@ -8,9 +8,10 @@ runs. Rank tags (` TP1`, ` DP0 TP3`) and `SGLANG_LOG_MS` milliseconds are tolera
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import ClassVar
 
 _PREFIX = re.compile(
     r"^\[(?P<ts>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?:\.\d{3})?"
@@ -100,12 +101,212 @@ class Kind(StrEnum):
     ARGPARSE = "argparse"
 
 
-@dataclass(slots=True)
-class LogEvent:
-    kind: Kind
-    data: dict[str, Any] = field(default_factory=dict)
-    tags: str = ""
+@dataclass(frozen=True, slots=True)
+class _Event:
+    """A classified log line; each kind its own type with its own fields."""
+
+    kind: ClassVar[Kind]
+    tags: str = ""  # the rank tags (`TP1`, `DP0 TP3`)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerArgs(_Event):
+    kind: ClassVar[Kind] = Kind.SERVER_ARGS
+    text: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class AttentionBackend(_Event):
+    kind: ClassVar[Kind] = Kind.ATTENTION_BACKEND
+    backend: str | None = None
     msg: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class InitParallel(_Event):
+    kind: ClassVar[Kind] = Kind.INIT
+
+
+@dataclass(frozen=True, slots=True)
+class LoadBegin(_Event):
+    kind: ClassVar[Kind] = Kind.LOAD_BEGIN
+    avail_mem_gb: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LoadProgress(_Event):
+    kind: ClassVar[Kind] = Kind.LOAD_PROGRESS
+    done: int = 0
+    total: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class LoadEnd(_Event):
+    kind: ClassVar[Kind] = Kind.LOAD_END
+    elapsed_s: float | None = None
+    model_class: str | None = None
+    quant: str | None = None
+    avail_mem_gb: float | None = None
+    mem_usage_gb: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class KvCacheAllocated(_Event):
+    kind: ClassVar[Kind] = Kind.KV_CACHE
+    label: str | None = None
+    dtype: str = ""
+    tokens: int = 0
+    k_gb: float | None = None
+    v_gb: float | None = None
+    size_gb: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class PoolEnd(_Event):
+    kind: ClassVar[Kind] = Kind.POOL_END
+    avail_mem_gb: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Capture(_Event):
+    what: str = ""
+    backend: str | None = None
+    bs: tuple[int, ...] | None = None
+    elapsed_s: float | None = None
+    mem_usage_gb: float | None = None
+    avail_mem_gb: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GraphBegin(_Capture):
+    kind: ClassVar[Kind] = Kind.GRAPH_BEGIN
+
+
+@dataclass(frozen=True, slots=True)
+class GraphEnd(_Capture):
+    kind: ClassVar[Kind] = Kind.GRAPH_END
+
+
+@dataclass(frozen=True, slots=True)
+class GraphProgress(_Event):
+    kind: ClassVar[Kind] = Kind.GRAPH_PROGRESS
+    what: str = ""  # "decode" or "prefill"
+    bs: int | None = None
+    num_tokens: int | None = None
+    avail_mem_gb: float | None = None
+    done: int | None = None
+    total: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Summary(_Event):
+    """scheduler.py's start-up line: the capacity sglang settled on."""
+
+    kind: ClassVar[Kind] = Kind.SUMMARY
+    max_total_num_tokens: int = 0
+    chunked_prefill_size: int = 0
+    max_prefill_tokens: int = 0
+    max_running_requests: int = 0
+    context_len: int = 0
+    available_mem_gb: float = 0.0
+    device: str = "gpu"
+
+
+@dataclass(frozen=True, slots=True)
+class StartupTimings(_Event):
+    kind: ClassVar[Kind] = Kind.STARTUP_TIMINGS
+    timings: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerUp(_Event):
+    kind: ClassVar[Kind] = Kind.SERVER_UP
+    url: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Access(_Event):
+    kind: ClassVar[Kind] = Kind.ACCESS
+    method: str = ""
+    path: str = ""
+    status: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Ready(_Event):
+    kind: ClassVar[Kind] = Kind.READY
+
+
+@dataclass(frozen=True, slots=True)
+class PrefillBatch(_Event):
+    kind: ClassVar[Kind] = Kind.PREFILL
+    new_seq: int | None = None
+    new_tokens: int | None = None
+    cached_tokens: int | None = None
+    running: int | None = None
+    queued: int | None = None
+    token_usage: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DecodeBatch(_Event):
+    kind: ClassVar[Kind] = Kind.DECODE
+    running: int | None = None
+    queued: int | None = None
+    tokens: int | None = None
+    token_usage: float | None = None
+    gen_throughput: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HealthFailed(_Event):
+    kind: ClassVar[Kind] = Kind.HEALTH_FAILED
+    msg: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorLine(_Event):
+    kind: ClassVar[Kind] = Kind.ERROR
+    mark: str = ""
+    msg: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TracebackStart(_Event):
+    kind: ClassVar[Kind] = Kind.TRACEBACK
+    msg: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ArgparseError(_Event):
+    kind: ClassVar[Kind] = Kind.ARGPARSE
+    msg: str = ""
+
+
+LogEvent = (
+    ServerArgs
+    | AttentionBackend
+    | InitParallel
+    | LoadBegin
+    | LoadProgress
+    | LoadEnd
+    | KvCacheAllocated
+    | PoolEnd
+    | GraphBegin
+    | GraphEnd
+    | GraphProgress
+    | Summary
+    | StartupTimings
+    | ServerUp
+    | Access
+    | Ready
+    | PrefillBatch
+    | DecodeBatch
+    | HealthFailed
+    | ErrorLine
+    | TracebackStart
+    | ArgparseError
+)
 
 
 def _f(text: str | None) -> float | None:
@@ -174,76 +375,66 @@ def _parse_sglang(msg: str, tags: str) -> LogEvent | None:
     if c == "D" and msg.startswith("Decode batch"):
         fields = batch_fields(msg)
         gen = fields.get("gen throughput (token/s)")
-        return LogEvent(
-            Kind.DECODE,
-            {
-                "running": _int(fields, "#running-req"),
-                "queued": _int(fields, "#queue-req"),
-                "tokens": _int(fields, "#token"),
-                "token_usage": _usage(fields),
-                "gen_throughput": float(gen) if gen and _is_number(gen) else None,
-            },
+        return DecodeBatch(
             tags,
+            running=_int(fields, "#running-req"),
+            queued=_int(fields, "#queue-req"),
+            tokens=_int(fields, "#token"),
+            token_usage=_usage(fields),
+            gen_throughput=float(gen) if gen and _is_number(gen) else None,
         )
     if c == "P" and msg.startswith("Prefill batch"):
         fields = batch_fields(msg)
-        return LogEvent(
-            Kind.PREFILL,
-            {
-                "new_seq": _int(fields, "#new-seq"),
-                "new_tokens": _int(fields, "#new-token"),
-                "cached_tokens": _int(fields, "#cached-token"),
-                "running": _int(fields, "#running-req"),
-                "queued": _int(fields, "#queue-req"),
-                "token_usage": _usage(fields),
-            },
+        return PrefillBatch(
             tags,
+            new_seq=_int(fields, "#new-seq"),
+            new_tokens=_int(fields, "#new-token"),
+            cached_tokens=_int(fields, "#cached-token"),
+            running=_int(fields, "#running-req"),
+            queued=_int(fields, "#queue-req"),
+            token_usage=_usage(fields),
         )
     if msg.startswith("The server is fired up and ready to roll!"):
-        return LogEvent(Kind.READY, tags=tags)
+        return Ready(tags)
     if msg.startswith("server_args="):
-        return LogEvent(Kind.SERVER_ARGS, {"text": msg[len("server_args=") :]}, tags)
+        return ServerArgs(tags, text=msg[len("server_args=") :])
     if msg.startswith("Attention backend not specified."):
         m = re.search(r"Use (\S+) backend by default", msg)
-        return LogEvent(Kind.ATTENTION_BACKEND, {"backend": m.group(1) if m else None}, tags, msg)
+        return AttentionBackend(tags, backend=m.group(1) if m else None, msg=msg)
     if msg.startswith("Init parallel begin") or msg.startswith("Init parallel ends"):
-        return LogEvent(Kind.INIT, tags=tags)
+        return InitParallel(tags)
     if msg.startswith("Load weight begin"):
         m = _LOAD_BEGIN.match(msg)
-        return LogEvent(Kind.LOAD_BEGIN, {"avail_mem_gb": _f(m.group("mem")) if m else None}, tags)
+        return LoadBegin(tags, avail_mem_gb=_f(m.group("mem")) if m else None)
     if msg.startswith("Load weight end"):
         m = _LOAD_END.match(msg)
         if m:
-            data = {
-                "elapsed_s": float(m.group("t")),
-                "model_class": m.group("cls"),
-                "quant": m.group("quant"),
-                "avail_mem_gb": float(m.group("avail")),
-                "mem_usage_gb": float(m.group("use")),
-            }
-        else:
-            o = _LOAD_END_OVERLAP.match(msg)
-            data = {"elapsed_s": _f(o.group("t")) if o else None}
-        return LogEvent(Kind.LOAD_END, data, tags)
+            return LoadEnd(
+                tags,
+                elapsed_s=float(m.group("t")),
+                model_class=m.group("cls"),
+                quant=m.group("quant"),
+                avail_mem_gb=float(m.group("avail")),
+                mem_usage_gb=float(m.group("use")),
+            )
+        o = _LOAD_END_OVERLAP.match(msg)
+        return LoadEnd(tags, elapsed_s=_f(o.group("t")) if o else None)
     if "KV Cache " in msg and "#tokens:" in msg:
         m = _KV.search(msg)
         if m:
             k, v, kv = _f(m.group("k")), _f(m.group("v")), _f(m.group("kv"))
-            return LogEvent(
-                Kind.KV_CACHE,
-                {
-                    "label": m.group("label"),
-                    "dtype": m.group("dtype"),
-                    "tokens": int(m.group("tokens")),
-                    "k_gb": k,
-                    "v_gb": v,
-                    "size_gb": kv if kv is not None else (k or 0.0) + (v or 0.0),
-                },
+            return KvCacheAllocated(
                 tags,
+                label=m.group("label"),
+                dtype=m.group("dtype"),
+                tokens=int(m.group("tokens")),
+                k_gb=k,
+                v_gb=v,
+                size_gb=kv if kv is not None else (k or 0.0) + (v or 0.0),
             )
     if msg.startswith("Memory pool end"):
         m = _POOL_END.match(msg)
-        return LogEvent(Kind.POOL_END, {"avail_mem_gb": _f(m.group("mem")) if m else None}, tags)
+        return PoolEnd(tags, avail_mem_gb=_f(m.group("mem")) if m else None)
     if c == "C" and msg.startswith("Capture "):
         m = _CAPTURE.match(msg)
         if m:
@@ -253,41 +444,36 @@ def _parse_sglang(msg: str, tags: str) -> LogEvent | None:
             elapsed = _ELAPSED.search(rest)
             usage = _MEM_USAGE.search(rest)
             avail = _AVAIL.search(rest)
-            return LogEvent(
-                Kind.GRAPH_BEGIN if m.group("phase") == "begin" else Kind.GRAPH_END,
-                {
-                    "what": m.group("what"),
-                    "backend": backend.group(1) if backend else None,
-                    "bs": [int(x) for x in bs.group(1).split(",") if x.strip()] if bs else None,
-                    "elapsed_s": float(elapsed.group(1)) if elapsed else None,
-                    "mem_usage_gb": float(usage.group(1)) if usage else None,
-                    "avail_mem_gb": float(avail.group(1)) if avail else None,
-                },
+            cls = GraphBegin if m.group("phase") == "begin" else GraphEnd
+            return cls(
                 tags,
+                what=m.group("what"),
+                backend=backend.group(1) if backend else None,
+                bs=tuple(int(x) for x in bs.group(1).split(",") if x.strip()) if bs else None,
+                elapsed_s=float(elapsed.group(1)) if elapsed else None,
+                mem_usage_gb=float(usage.group(1)) if usage else None,
+                avail_mem_gb=float(avail.group(1)) if avail else None,
             )
     if msg.startswith("max_total_num_tokens="):
         m = _SUMMARY.match(msg)
         if m:
-            return LogEvent(
-                Kind.SUMMARY,
-                {
-                    "max_total_num_tokens": int(m.group("max_total")),
-                    "chunked_prefill_size": int(m.group("chunk")),
-                    "max_prefill_tokens": int(m.group("maxp")),
-                    "max_running_requests": int(m.group("maxr")),
-                    "context_len": int(m.group("ctx")),
-                    "available_mem_gb": float(m.group("mem")),
-                    "device": m.group("dev"),
-                },
+            return Summary(
                 tags,
+                max_total_num_tokens=int(m.group("max_total")),
+                chunked_prefill_size=int(m.group("chunk")),
+                max_prefill_tokens=int(m.group("maxp")),
+                max_running_requests=int(m.group("maxr")),
+                context_len=int(m.group("ctx")),
+                available_mem_gb=float(m.group("mem")),
+                device=m.group("dev"),
             )
     if msg.startswith("Engine startup timings"):
-        return LogEvent(Kind.STARTUP_TIMINGS, {k: float(v) for k, v in _TIMING.findall(msg)}, tags)
+        return StartupTimings(tags, timings={k: float(v) for k, v in _TIMING.findall(msg)})
     if msg.startswith("Health check failed."):
-        return LogEvent(Kind.HEALTH_FAILED, tags=tags, msg=msg)
+        return HealthFailed(tags, msg=msg)
     for mark in _ERROR_MARKS:
         if mark in msg:
-            return LogEvent(Kind.ERROR, {"mark": mark}, tags, msg)
+            return ErrorLine(tags, mark=mark, msg=msg)
     return None
 
 
@@ -295,20 +481,17 @@ def _parse_uvicorn(msg: str, level: str, tags: str) -> LogEvent | None:
     if msg[:1].isdigit() or msg.startswith("["):
         m = _ACCESS.match(msg)
         if m:
-            return LogEvent(
-                Kind.ACCESS,
-                {
-                    "method": m.group("method"),
-                    "path": m.group("path"),
-                    "status": int(m.group("status")),
-                },
+            return Access(
                 tags,
+                method=m.group("method"),
+                path=m.group("path"),
+                status=int(m.group("status")),
             )
     if msg.startswith("Uvicorn running on"):
         m = _URL.match(msg)
-        return LogEvent(Kind.SERVER_UP, {"url": m.group("url") if m else None}, tags)
+        return ServerUp(tags, url=m.group("url") if m else None)
     if level == "ERROR":
-        return LogEvent(Kind.ERROR, {"mark": "uvicorn"}, tags, msg)
+        return ErrorLine(tags, mark="uvicorn", msg=msg)
     return None
 
 
@@ -318,39 +501,31 @@ def _parse_raw(line: str) -> LogEvent | None:
     if c == "L" and line.startswith("Loading safetensors checkpoint shards"):
         m = _SHARDS.match(line)
         if m:
-            return LogEvent(
-                Kind.LOAD_PROGRESS, {"done": int(m.group("n")), "total": int(m.group("total"))}
-            )
+            return LoadProgress(done=int(m.group("n")), total=int(m.group("total")))
     elif c == "C" and line.startswith("Capturing batches"):
         m = _BATCHES.match(line)
         bar = _bar_progress(line)
         if m:
-            return LogEvent(
-                Kind.GRAPH_PROGRESS,
-                {
-                    "what": "decode",
-                    "bs": int(m.group("bs")),
-                    "avail_mem_gb": float(m.group("mem")),
-                    "done": bar[0] if bar else None,
-                    "total": bar[1] if bar else None,
-                },
+            return GraphProgress(
+                what="decode",
+                bs=int(m.group("bs")),
+                avail_mem_gb=float(m.group("mem")),
+                done=bar[0] if bar else None,
+                total=bar[1] if bar else None,
             )
     elif c == "C" and line.startswith("Capturing prefill shape"):
         m = _PREFILL_SHAPE.match(line)
         bar = _bar_progress(line)
         if m:
-            return LogEvent(
-                Kind.GRAPH_PROGRESS,
-                {
-                    "what": "prefill",
-                    "num_tokens": int(m.group("n")),
-                    "avail_mem_gb": float(m.group("mem")),
-                    "done": bar[0] if bar else None,
-                    "total": bar[1] if bar else None,
-                },
+            return GraphProgress(
+                what="prefill",
+                num_tokens=int(m.group("n")),
+                avail_mem_gb=float(m.group("mem")),
+                done=bar[0] if bar else None,
+                total=bar[1] if bar else None,
             )
     elif c == "T" and line.startswith("Traceback (most recent call last):"):
-        return LogEvent(Kind.TRACEBACK, msg=line)
+        return TracebackStart(msg=line)
     elif c == "s" and line.startswith("sglang serve: error:"):
-        return LogEvent(Kind.ARGPARSE, msg=line)
+        return ArgparseError(msg=line)
     return None

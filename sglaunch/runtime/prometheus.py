@@ -1,19 +1,15 @@
-"""Prometheus text format 0.0.4: parsing, and quantiles from histogram buckets.
+"""sglang's /metrics: samples by name (read by prometheus_client's parser), and quantiles.
 
-Just enough of the format for sglang's /metrics: samples with labels, `# TYPE` lines,
-histograms as `_bucket{le=...}` / `_count` / `_sum`. Quantiles follow Prometheus's own
-`histogram_quantile` (linear interpolation inside the bucket that holds the rank).
+prometheus_client parses the text format but computes no quantiles, so the histogram
+arithmetic stays here: Prometheus's own `histogram_quantile` (linear interpolation inside
+the bucket that holds the rank) over `_bucket{le=...}` counts.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-
-_LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*,?')
-_ESCAPES = {"\\\\": "\\", '\\"': '"', "\\n": "\n"}
 
 Labels = tuple[tuple[str, str], ...]
 
@@ -52,52 +48,34 @@ class Metrics:
         return out
 
 
-def _unescape(text: str) -> str:
-    if "\\" not in text:
-        return text
-    return re.sub(r'\\\\|\\"|\\n', lambda m: _ESCAPES[m.group(0)], text)
-
-
-def _value(text: str) -> float:
-    low = text.lower()
-    if low in ("+inf", "inf"):
-        return math.inf
-    if low == "-inf":
-        return -math.inf
-    if low == "nan":
-        return math.nan
-    return float(text)
-
-
 def parse_prometheus(text: str) -> Metrics:
-    """Parse exposition text; malformed lines are skipped, never fatal."""
+    """Parse exposition text with prometheus_client's own parser; a malformed line is skipped.
+
+    The library stops at the first line it cannot read; then each line is read on its
+    own, so one bad line costs only itself, never the scrape.
+    """
     out = Metrics()
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line:
-            continue
-        if line[0] == "#":
-            parts = line.split(None, 3)
-            if len(parts) >= 4 and parts[1] == "TYPE":
-                out.types[parts[2]] = parts[3].strip()
-            continue
-        try:
-            brace = line.find("{")
-            if brace >= 0:
-                name = line[:brace]
-                end = line.rindex("}")
-                labels = tuple(
-                    sorted((k, _unescape(v)) for k, v in _LABEL.findall(line[brace + 1 : end]))
-                )
-                rest = line[end + 1 :].split()
-            else:
-                name, *rest = line.split()
-                labels = ()
-            value = _value(rest[0])
-        except (ValueError, IndexError):
-            continue
-        out.samples.setdefault(name, []).append((labels, value))
+    try:
+        _collect(out, text)
+    except ValueError:
+        out = Metrics()
+        for line in text.splitlines():
+            try:
+                _collect(out, line + "\n")
+            except ValueError:
+                continue
     return out
+
+
+def _collect(out: Metrics, text: str) -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    for family in text_string_to_metric_families(text):
+        if family.type != "unknown":
+            out.types[family.name] = family.type
+        for sample in family.samples:
+            labels = tuple(sorted(sample.labels.items()))
+            out.samples.setdefault(sample.name, []).append((labels, float(sample.value)))
 
 
 def histogram_quantile(q: float, buckets: Mapping[float, float]) -> float | None:

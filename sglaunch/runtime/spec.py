@@ -13,8 +13,8 @@ from typing import Any
 from sglaunch.errors import UserError
 from sglaunch.flags.argv import parse_argv
 from sglaunch.flags.schema import FlagSchema, bundled_schema
-from sglaunch.profiles.profile import ENTRIES
 from sglaunch.profiles.sglang_yaml import expand_config
+from sglaunch.program import ENTRIES, program_argv
 from sglaunch.runtime.probe import Endpoint
 from sglaunch.secrets import Masker, is_secret_env_name, mask_argv, secret_values
 
@@ -91,11 +91,7 @@ class LaunchSpec:
     def command(self) -> list[str]:
         if self.command_prefix:
             return [*self.command_prefix, *self.argv]
-        if self.entry == "serve":
-            # the console script installed beside the profile's interpreter
-            script = Path(self.python).parent / "sglang"
-            return [str(script) if script.exists() else "sglang", "serve", *self.argv]
-        return [self.python, "-m", "sglang.launch_server", *self.argv]
+        return [*program_argv(self.entry, self.python), *self.argv]
 
     def environment(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
         env = dict(os.environ if base is None else base)

@@ -14,10 +14,10 @@ from sglaunch.profiles import (
     mask_argv,
     mask_text,
     profile_from_command,
-    resolve_launch,
     secret_dests,
 )
 from sglaunch.secrets import default_secret_env, env_reference
+from sglaunch.session import LaunchSession
 
 # Decided by reading every dest of sglang 0.5.23's schema: these three hold credentials.
 SECRETS = {"api_key", "admin_api_key", "ssl_keyfile_password"}
@@ -157,11 +157,12 @@ def test_mask_text() -> None:
 
 def test_resolving_reads_the_variable_and_names_it_when_missing() -> None:
     p = Profile(name="s", model="example:minicpm-sala", secrets={"api_key": "MY_KEY"})
+    session = LaunchSession.from_profile(p, bundled_schema())
     with pytest.raises(UserError) as exc:
-        resolve_launch(p, environ={})
+        session.launch_spec({})
     assert "MY_KEY" in exc.value.message and "--api-key" in exc.value.message
     assert "\n" not in exc.value.message
-    launch = resolve_launch(p, environ={"MY_KEY": "sk-real"})
-    assert launch.argv[-2:] == ["--api-key", "sk-real"]
-    assert launch.display[-2:] == ["--api-key", MASK]
-    assert "sk-real" not in " ".join(launch.display)
+    spec = session.launch_spec({"MY_KEY": "sk-real"})
+    assert list(spec.argv[-2:]) == ["--api-key", "sk-real"]
+    assert spec.masked_command()[-2:] == ["--api-key", MASK]
+    assert "sk-real" not in " ".join(spec.masked_command())

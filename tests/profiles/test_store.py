@@ -14,7 +14,7 @@ import pytest
 from sglaunch.errors import UserError
 from sglaunch.exitcodes import ExitCode
 from sglaunch.paths import profiles_dir
-from sglaunch.profiles import ConflictError, Profile, ProfileStore, resolve_launch
+from sglaunch.profiles import ConflictError, Profile, ProfileStore
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -165,11 +165,17 @@ def test_a_profile_whose_model_is_gone(tmp_path: Path) -> None:
     model.rmdir()
     # listing and loading still work
     assert store.list()[0].error is None
-    p = store.load("gone")
-    with pytest.raises(UserError) as exc:
-        resolve_launch(p, environ={})
-    assert "profile 'gone'" in exc.value.message and str(model) in exc.value.message
-    assert "\n" not in exc.value.message
+    assert store.load("gone").model == str(model)
+    # applying it names the profile and the missing folder, in one line
+    res = subprocess.run(
+        [sys.executable, "-m", "sglaunch", "--profile", "gone", "--apply", "--no-oracle"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert res.returncode == 2
+    assert "profile 'gone'" in res.stderr and str(model) in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
 
 
 # --- concurrent saves ------------------------------------------------------------

@@ -285,9 +285,11 @@ def test_launch_spec_commands_environment_and_config(tmp_path: Path) -> None:
         "--model-path",
         "m",
     ]
+    # `sglang serve` is the script of the interpreter's own environment (sglaunch.program)
     assert LaunchSpec(argv=("--model", "m"), python="/opt/py/bin/python", entry="serve").command()[
         :2
-    ] == [
+    ] == ["/opt/py/bin/sglang", "serve"]
+    assert LaunchSpec(argv=("--model", "m"), python="python", entry="serve").command()[:2] == [
         "sglang",
         "serve",
     ]

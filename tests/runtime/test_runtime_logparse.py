@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sglaunch.runtime.lines import MAX_PARTIAL, LineSplitter
-from sglaunch.runtime.logparse import Kind, batch_fields, parse_line
+from sglaunch.runtime.logparse import Access, DecodeBatch, Kind, LoadEnd, batch_fields, parse_line
 
 
 def test_prefix_tolerates_rank_tags_and_milliseconds() -> None:
@@ -17,7 +17,7 @@ def test_prefix_tolerates_rank_tags_and_milliseconds() -> None:
     ):
         ev = parse_line(line)
         assert ev is not None and ev.kind is Kind.LOAD_BEGIN
-        assert ev.data["avail_mem_gb"] == 78.5
+        assert ev.avail_mem_gb == 78.5
     assert parse_line("[2025-06-01 12:00:00 TP1] Init parallel begin.").tags == "TP1"
 
 
@@ -27,23 +27,23 @@ def test_load_weight_end_with_and_without_quantization() -> None:
         "avail mem=63.40 GB, mem usage=15.10 GB."
     )
     assert ev.kind is Kind.LOAD_END
-    assert ev.data == {
-        "elapsed_s": 8.0,
-        "model_class": "LlamaForCausalLM",
-        "quant": None,
-        "avail_mem_gb": 63.4,
-        "mem_usage_gb": 15.1,
-    }
+    assert ev == LoadEnd(
+        elapsed_s=8.0,
+        model_class="LlamaForCausalLM",
+        quant=None,
+        avail_mem_gb=63.4,
+        mem_usage_gb=15.1,
+    )
     ev = parse_line(
         "[2025-06-01 12:00:10 TP0] Load weight end. elapsed=31.20 s, type=DeepseekV3ForCausalLM, "
         "quant=fp8, fmt=e4m3, avail mem=20.10 GB, mem usage=58.00 GB."
     )
-    assert ev.data["quant"] == "quant=fp8, fmt=e4m3" and ev.data["mem_usage_gb"] == 58.0
+    assert ev.quant == "quant=fp8, fmt=e4m3" and ev.mem_usage_gb == 58.0
     ev = parse_line(
         "[2025-06-01 12:00:10] Load weight end. Committed real weights after CUDA graph capture in 4.10 s "
         "(capture overlap window 3.00 s, startup overlap total 5.00 s)"
     )
-    assert ev.kind is Kind.LOAD_END and ev.data["elapsed_s"] == 4.1
+    assert ev.kind is Kind.LOAD_END and ev.elapsed_s == 4.1
 
 
 def test_kv_cache_lines_both_pool_shapes() -> None:
@@ -52,7 +52,7 @@ def test_kv_cache_lines_both_pool_shapes() -> None:
         "K size: 26.70 GB, V size: 26.70 GB"
     )
     assert ev.kind is Kind.KV_CACHE
-    assert (ev.data["tokens"], ev.data["dtype"], ev.data["size_gb"]) == (
+    assert (ev.tokens, ev.dtype, ev.size_gb) == (
         500000,
         "torch.bfloat16",
         53.4,
@@ -60,7 +60,7 @@ def test_kv_cache_lines_both_pool_shapes() -> None:
     ev = parse_line(
         "[2025-06-01 12:00:11] Draft KV Cache VA upper bound. dtype: torch.float8_e4m3fn, #tokens: 1200, KV size: 0.50 GB"
     )
-    assert ev.data["label"] == "Draft" and ev.data["size_gb"] == 0.5
+    assert ev.label == "Draft" and ev.size_gb == 0.5
 
 
 def test_cuda_graph_capture_begin_progress_end() -> None:
@@ -68,7 +68,7 @@ def test_cuda_graph_capture_begin_progress_end() -> None:
         "[2025-06-01 12:00:12] Capture target decode CUDA graph begin. backend=full, num_tokens_per_req=1, avail mem=9.60 GB"
     )
     assert begin.kind is Kind.GRAPH_BEGIN
-    assert (begin.data["what"], begin.data["backend"], begin.data["avail_mem_gb"]) == (
+    assert (begin.what, begin.backend, begin.avail_mem_gb) == (
         "target decode",
         "full",
         9.6,
@@ -77,23 +77,23 @@ def test_cuda_graph_capture_begin_progress_end() -> None:
         "[2025-06-01 12:00:11] Capture target prefill CUDA graph begin. backend=breakable, "
         "num_tokens=[512, 1024, 2048], avail mem=9.70 GB"
     )
-    assert prefill.data["what"] == "target prefill" and prefill.data["backend"] == "breakable"
+    assert prefill.what == "target prefill" and prefill.backend == "breakable"
     bar = parse_line(
         "Capturing batches (bs=16 avail_mem=9.45 GB):  33%|███       | 2/6 [00:02<00:04,  1.00s/it]"
     )
     assert bar.kind is Kind.GRAPH_PROGRESS
-    assert (bar.data["bs"], bar.data["done"], bar.data["total"]) == (16, 2, 6)
+    assert (bar.bs, bar.done, bar.total) == (16, 2, 6)
     shape = parse_line(
         "Capturing prefill shape (num_tokens=8192 avail_mem=9.70 GB):   0%|          | 0/5 [00:00<?, ?it/s]"
     )
-    assert shape.data["what"] == "prefill" and shape.data["num_tokens"] == 8192
+    assert shape.what == "prefill" and shape.num_tokens == 8192
     end = parse_line(
         "[2025-06-01 12:00:18] Capture target decode CUDA graph end. bs=[1, 2, 4, 8, 16, 32], elapsed=6.00 s, "
         "mem usage=0.80 GB, avail mem=8.80 GB."
     )
     assert end.kind is Kind.GRAPH_END
-    assert end.data["bs"] == [1, 2, 4, 8, 16, 32] and end.data["elapsed_s"] == 6.0
-    assert end.data["mem_usage_gb"] == 0.8 and end.data["avail_mem_gb"] == 8.8
+    assert end.bs == (1, 2, 4, 8, 16, 32) and end.elapsed_s == 6.0
+    assert end.mem_usage_gb == 0.8 and end.avail_mem_gb == 8.8
 
 
 @pytest.mark.parametrize(
@@ -105,8 +105,8 @@ def test_startup_summary(device: str, key: str) -> None:
         f"max_running_requests=2048, context_len=32768, {key}=8.80 GB"
     )
     assert ev.kind is Kind.SUMMARY
-    assert ev.data["max_total_num_tokens"] == 500000 and ev.data["chunked_prefill_size"] == -1
-    assert ev.data["available_mem_gb"] == 8.8 and ev.data["device"] == device
+    assert ev.max_total_num_tokens == 500000 and ev.chunked_prefill_size == -1
+    assert ev.available_mem_gb == 8.8 and ev.device == device
 
 
 def test_batch_lines_plain_hybrid_and_forward_iters() -> None:
@@ -115,24 +115,20 @@ def test_batch_lines_plain_hybrid_and_forward_iters() -> None:
         "gen throughput (token/s): 456.78, #queue-req: 0"
     )
     assert ev.kind is Kind.DECODE
-    assert ev.data == {
-        "running": 3,
-        "queued": 0,
-        "tokens": 1234,
-        "token_usage": 0.01,
-        "gen_throughput": 456.78,
-    }
+    assert ev == DecodeBatch(
+        running=3, queued=0, tokens=1234, token_usage=0.01, gen_throughput=456.78
+    )
     ev = parse_line(
         "[2025-06-01 12:01:00 DP1 TP0] Decode batch [4040], #running-req: 7, #full token: 900, full token usage: 0.20, "
         "#swa token: 300, swa token usage: 0.45, cuda graph: True, gen throughput (token/s): 100.00, #queue-req: 2"
     )
-    assert ev.data["token_usage"] == 0.45 and ev.data["queued"] == 2 and ev.data["tokens"] is None
+    assert ev.token_usage == 0.45 and ev.queued == 2 and ev.tokens is None
     ev = parse_line(
         "[2025-06-01 12:00:09] Prefill batch, #new-seq: 1, #new-token: 7, #cached-token: 0, token usage: 0.00, "
         "#running-req: 0, #queue-req: 0, #pending-token: 0, cuda graph: False, input throughput (token/s): 0.25"
     )
     assert ev.kind is Kind.PREFILL
-    assert (ev.data["new_seq"], ev.data["new_tokens"], ev.data["running"]) == (1, 7, 0)
+    assert (ev.new_seq, ev.new_tokens, ev.running) == (1, 7, 0)
     assert batch_fields("Decode batch, a: 1, b: x")["b"] == "x"
 
 
@@ -140,15 +136,11 @@ def test_uvicorn_lines_ready_and_errors() -> None:
     up = parse_line(
         "[2025-06-01 12:00:19] INFO:     Uvicorn running on http://127.0.0.1:30000 (Press CTRL+C to quit)"
     )
-    assert up.kind is Kind.SERVER_UP and up.data["url"] == "http://127.0.0.1:30000"
+    assert up.kind is Kind.SERVER_UP and up.url == "http://127.0.0.1:30000"
     access = parse_line(
         '[2025-06-01 12:00:19] INFO:     127.0.0.1:54321 - "POST /generate HTTP/1.1" 200 OK'
     )
-    assert access.kind is Kind.ACCESS and access.data == {
-        "method": "POST",
-        "path": "/generate",
-        "status": 200,
-    }
+    assert access == Access(method="POST", path="/generate", status=200)
     assert (
         parse_line("[2025-06-01 12:00:20] The server is fired up and ready to roll!").kind
         is Kind.READY
