@@ -67,6 +67,8 @@ def make_run(
 def bystander() -> Iterator[subprocess.Popen[bytes]]:
     """A live process sglaunch did not start as a server (a `sleep`)."""
     proc = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    # Popen returns while exec is still setting up: the command line shows a moment later
+    assert wait_for(lambda: cmdline_digest(proc.pid) is not None)
     yield proc
     proc.kill()
     proc.wait()
