@@ -33,6 +33,8 @@ from typing import Any
 from sglaunch import __version__
 
 PROTOCOL = 1
+# what a request carries from its client's environment; the service drops its own copies
+FORWARDED_PREFIXES = ("SGLANG_", "SGL_", "HF_", "HUGGINGFACE_", "TRANSFORMERS_")
 RUNTIME_ENV = "SGLAUNCH_RUNTIME_DIR"
 IDLE_ENV = "SGLAUNCH_ORACLE_IDLE_TIMEOUT"
 DEFAULT_IDLE_S = 600.0

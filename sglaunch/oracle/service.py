@@ -44,6 +44,7 @@ from typing import Any
 from sglaunch.oracle.answer import OracleAnswer, OracleStatus
 from sglaunch.oracle.client import Oracle
 from sglaunch.oracle.ipc import (
+    FORWARDED_PREFIXES,
     PROTOCOL,
     Channel,
     ChannelClosed,
@@ -55,8 +56,6 @@ from sglaunch.oracle.ipc import (
 )
 from sglaunch.validators.facts import GpuDevice, GpuFacts, GpuMode
 
-# what a request carries from its client's environment; the service drops its own copies
-FORWARDED_PREFIXES = ("SGLANG_", "SGL_", "HF_", "HUGGINGFACE_", "TRANSFORMERS_")
 FAILED_LINGER_S = (
     10.0  # a service whose worker could not start answers its waiting clients, then goes
 )

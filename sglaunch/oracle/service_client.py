@@ -32,6 +32,7 @@ from sglaunch.oracle.answer import OracleAnswer, OracleStatus
 from sglaunch.oracle.client import Oracle, gpu_payload
 from sglaunch.oracle.interpreter import NOT_INSTALLED, find_sglang_python
 from sglaunch.oracle.ipc import (
+    FORWARDED_PREFIXES,
     PROTOCOL,
     Channel,
     ChannelClosed,
@@ -44,7 +45,6 @@ from sglaunch.oracle.ipc import (
     private_dir,
     runtime_dir,
 )
-from sglaunch.oracle.service import FORWARDED_PREFIXES
 from sglaunch.validators.facts import GpuFacts
 
 NO_SERVICE_ENV = "SGLAUNCH_NO_ORACLE_SERVICE"

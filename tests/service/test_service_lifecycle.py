@@ -13,6 +13,7 @@ import re
 import signal
 import socket
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -205,46 +206,34 @@ def test_something_else_at_the_socket_path_is_refused(fake_python: str, folder: 
     assert service_processes(folder) == []
 
 
-def _stat(mode: int, uid: int) -> os.stat_result:
-    return os.stat_result((mode, 0, 0, 1, uid, 0, 0, 0, 0, 0))
+DIR = Path("/run/user/1000/sglaunch")
+SOCK = DIR / "oracle-x.sock"
 
 
 @pytest.mark.parametrize(
-    ("mode", "uid", "problem"),
+    ("checker", "path", "mode", "uid", "problem"),
     [
-        (0o040700, 1000, None),
-        (0o040750, 1000, "has mode 0750"),
-        (0o040777, 1000, "has mode 0777"),
-        (0o040700, 0, "belongs to uid 0, not to you (uid 1000)"),
-        (0o120777, 1000, "is a symbolic link"),
-        (0o100600, 1000, "is not a folder"),
+        (check_private_dir, DIR, 0o040700, 1000, None),
+        (check_private_dir, DIR, 0o040750, 1000, "has mode 0750"),
+        (check_private_dir, DIR, 0o040777, 1000, "has mode 0777"),
+        (check_private_dir, DIR, 0o040700, 0, "belongs to uid 0, not to you (uid 1000)"),
+        (check_private_dir, DIR, 0o120777, 1000, "is a symbolic link"),
+        (check_private_dir, DIR, 0o100600, 1000, "is not a folder"),
+        (check_private_socket, SOCK, 0o140600, 1000, None),
+        (check_private_socket, SOCK, 0o140660, 1000, "has mode 0660"),
+        (check_private_socket, SOCK, 0o140600, 1001, "belongs to uid 1001"),
+        (check_private_socket, SOCK, 0o100600, 1000, "is not a socket"),
     ],
 )
-def test_the_folder_check(mode: int, uid: int, problem: str | None) -> None:
-    path = Path("/run/user/1000/sglaunch")
+def test_the_folder_and_socket_checks(
+    checker: Any, path: Path, mode: int, uid: int, problem: str | None
+) -> None:
+    st = os.stat_result((mode, 0, 0, 1, uid, 0, 0, 0, 0, 0))
     if problem is None:
-        check_private_dir(path, _stat(mode, uid), 1000)
+        checker(path, st, 1000)
         return
     with pytest.raises(ServiceRefused, match=re.escape(problem)):
-        check_private_dir(path, _stat(mode, uid), 1000)
-
-
-@pytest.mark.parametrize(
-    ("mode", "uid", "problem"),
-    [
-        (0o140600, 1000, None),
-        (0o140660, 1000, "has mode 0660"),
-        (0o140600, 1001, "belongs to uid 1001"),
-        (0o100600, 1000, "is not a socket"),
-    ],
-)
-def test_the_socket_check(mode: int, uid: int, problem: str | None) -> None:
-    path = Path("/run/user/1000/sglaunch/oracle-x.sock")
-    if problem is None:
-        check_private_socket(path, _stat(mode, uid), 1000)
-        return
-    with pytest.raises(ServiceRefused, match=re.escape(problem)):
-        check_private_socket(path, _stat(mode, uid), 1000)
+        checker(path, st, 1000)
 
 
 def test_a_socket_path_over_the_limit_is_refused(fake_python: str, tmp_path: Path) -> None:
