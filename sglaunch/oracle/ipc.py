@@ -180,7 +180,8 @@ class ServicePaths:
         if size > MAX_SOCKET_PATH:
             raise ServiceRefused(
                 f"the oracle service socket path {paths.socket} is {size} bytes, over the "
-                f"{MAX_SOCKET_PATH} a Unix socket allows: set {RUNTIME_ENV} to a shorter folder"
+                f"{MAX_SOCKET_PATH} a Unix socket allows: set {RUNTIME_ENV} to a shorter folder, "
+                "or use --no-oracle-service"
             )
         return paths
 

@@ -20,7 +20,7 @@ from sglaunch.errors import UserError
 from sglaunch.exitcodes import ExitCode
 from sglaunch.runtime.identity import Liveness, check
 from sglaunch.runtime.rundir import RunDir
-from sglaunch.runtime.runs import RunInfo, RunState
+from sglaunch.runtime.runs import RunInfo, RunState, load_run
 
 DEFAULT_GRACE_S = 25.0  # as process.DEFAULT_GRACE_S: sglang's drain and scheduler exit
 _POLL_S = 0.1
@@ -133,11 +133,16 @@ def stop_run(run: RunInfo, *, grace: float = DEFAULT_GRACE_S) -> StopOutcome | N
     except _AlreadyEnded:
         return None
     outcome = stop_tree(pid, grace)
-    with contextlib.suppress(OSError):
-        RunDir.open(run.path, dict(run.record)).update_status(
-            status="stopped",
-            stopped_by="sglaunch runs stop",
-            ended_at=time.time(),
-            returncode=None,
-        )
+    # a watching sglaunch (a launch without --detach) records the end itself, with the
+    # exit code only it can know: its record is kept
+    now = load_run(run.path, tail=0)
+    recorded_end = now.record.get("status") in ("stopped", "failed", "died")
+    if not recorded_end and now.state is not RunState.CORRUPT:
+        with contextlib.suppress(OSError):
+            RunDir.open(run.path, dict(now.record)).update_status(
+                status="stopped",
+                stopped_by="sglaunch runs stop",
+                ended_at=time.time(),
+                returncode=None,
+            )
     return outcome

@@ -97,3 +97,48 @@ def test_runs_list_with_no_runs_and_the_running_filter(home: Path, wrapper: Path
         assert runs_cli(home, "stop", run, "--grace", "5").returncode == 0
     assert wait_gone(tree) == set()
     assert "no runs running" in runs_cli(home, "list", "--running").stderr
+
+
+def test_stopping_a_watched_run_keeps_the_watchers_record(home: Path, wrapper: Path) -> None:
+    """`runs stop` from another terminal on a launch that sglaunch still follows: the
+    follower sees the end and records the exit code, which only it can know."""
+    from tests.cli.test_apply import save
+
+    save("watched", wrapper, {})
+    follower = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "sglaunch",
+            "--profile",
+            "watched",
+            "--apply",
+            "--no-oracle",
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={
+            **os.environ,
+            "SGLAUNCH_HOME": str(home),
+            "FAKE_SGLANG_SCENARIO": "ok",
+            "FAKE_SGLANG_TIME_SCALE": "0.02",
+        },
+    )
+    try:
+        assert follower.stdout is not None
+        for line in follower.stdout:
+            if json.loads(line).get("event") == "ready":
+                break
+        [entry] = listed(home)
+        assert entry["state"] == "ready" and entry["detached"] is False
+        res = runs_cli(home, "stop", entry["name"], "--grace", "10")
+        assert res.returncode == 0, res.stderr
+        follower.communicate(timeout=60)
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+    assert follower.returncode == 0  # a clean stop is no failure
+    [after] = listed(home)
+    assert after["state"] == "exited" and isinstance(after["returncode"], int)
