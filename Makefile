@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 SGLANG_ENV := .venv-sglang
 
-.PHONY: run test test-gpu lint format bench screenshots schema clean
+.PHONY: run test test-gpu lint typecheck imports format bench screenshots schema clean
 
 run: $(VENV)/.installed
 	$(VENV)/bin/sglaunch $(ARGS)
@@ -13,6 +13,7 @@ run: $(VENV)/.installed
 test: $(VENV)/.installed $(SGLANG_ENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(MAKE) --no-print-directory typecheck imports
 	SGLAUNCH_SGLANG_PYTHON=$(CURDIR)/$(SGLANG_ENV)/bin/python $(VENV)/bin/pytest $(PYTEST_ARGS)
 
 # On a machine with an NVIDIA GPU: the tests marked `gpu` (they fail, not skip, without one).
@@ -22,6 +23,16 @@ test-gpu: $(VENV)/.installed $(SGLANG_ENV)/.installed
 lint:
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+
+# mypy and import-linter read the source by import name: build/src lays it out so
+# (validators/ and tui/ install as sglaunch.validators and sglaunch.tui)
+typecheck: $(VENV)/.installed
+	$(VENV)/bin/python scripts/source_tree.py >/dev/null
+	cd build/src && $(CURDIR)/$(VENV)/bin/mypy --config-file $(CURDIR)/pyproject.toml -p sglaunch
+
+imports: $(VENV)/.installed
+	$(VENV)/bin/python scripts/source_tree.py >/dev/null
+	cd build/src && PYTHONPATH=. $(CURDIR)/$(VENV)/bin/lint-imports --no-cache $(CURDIR)/pyproject.toml
 
 format:
 	$(VENV)/bin/ruff format .

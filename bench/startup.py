@@ -83,9 +83,9 @@ async def keystrokes() -> tuple[list[float], list[float]]:
     async with app.run_test(size=(160, 50)) as pilot:
         await app.workers.wait_for_complete()
         await pilot.pause()
-        editor = app.screen_query(FlagEditor)
+        editor = app.main.query_one(FlagEditor)
         editor.select("enable_dp_attention")
-        panel = app.screen_query(FindingsPanel)
+        panel = app.main.query_one(FindingsPanel)
         await pilot.pause(0.2)
         for _ in range(TOGGLES):
             before = any(f.code == "minicpm-dp-attention" for f in panel.findings)

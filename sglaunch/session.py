@@ -461,43 +461,46 @@ class LaunchSession:
             return None
         return model_path_for_sglang(self.model_source)
 
-    def argv(self) -> list[str]:
-        """sglang's argv for this launch: --model-path, the flags, then referenced secrets.
+    def argv(self, fix: Fix | None = None) -> list[str]:
+        """sglang's argv for this launch (with `fix` applied): --model-path, the flags, then
+        referenced secrets.
 
         A referenced secret is `****` here: enough to check (a secret's value never
         changes a verdict), never a secret on screen. `launch_spec` reads the values.
         """
-        out = self._base_argv()
+        flags = fix.apply(self._flags) if fix is not None else self._flags
+        out = self._base_argv(flags)
         for dest in self._secrets:
-            if dest not in self._flags:
+            if dest not in flags:
                 out += [self.schema.cli_name(dest), MASK]
         return out
 
-    def _base_argv(self) -> list[str]:
+    def _base_argv(self, flags: Mapping[str, Any] | None = None) -> list[str]:
+        flags = self._flags if flags is None else flags
         out: list[str] = []
         path = self.model_path()
         if path:
             out += ["--model-path", path]
-        return out + to_argv(
-            {k: v for k, v in self._flags.items() if k != "model_path"}, self.schema
-        )
+        return out + to_argv({k: v for k, v in flags.items() if k != "model_path"}, self.schema)
 
     @property
     def launch_python(self) -> str | None:
         """The interpreter that will run sglang: the launch's own, else the one sglaunch found."""
         return self.python or self.default_python
 
-    def command(self) -> list[str]:
-        return [*program_argv(self.entry, self.launch_python), *self.argv()]
+    def command(self, fix: Fix | None = None) -> list[str]:
+        return [*program_argv(self.entry, self.launch_python), *self.argv(fix)]
 
-    def command_line(self, *, multiline: bool = False, display: bool = False) -> str:
-        """The launch as one shell line, as it will run.
+    def command_line(
+        self, *, multiline: bool = False, display: bool = False, fix: Fix | None = None
+    ) -> str:
+        """The launch as one shell line, as it will run (with `fix` applied, to preview it).
 
         `display` is for the screen: secrets masked, and a bundled example's folder marked
         with the example's name (a shell comment, so the line still runs when copied).
         """
         env_items = sorted(self.environment().items())
-        cmd = self.command()
+        cmd = self.command(fix)
         if display:
             env_items = [(k, MASK if is_secret_env_name(k) else v) for k, v in env_items]
             cmd = mask_argv(cmd, self.schema)

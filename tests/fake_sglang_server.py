@@ -1568,146 +1568,185 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 128
 
 
+ANY = ("GET", "POST", "PUT")
+# path -> (handler method, methods it answers); anything else is a 404, as FastAPI's
+ROUTES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "/health": ("r_health", ANY),
+    "/health_generate": ("r_health", ANY),
+    "/ready": ("r_ready", ANY),
+    "/model_info": ("r_model_info", ANY),
+    "/get_model_info": ("r_model_info", ANY),
+    "/server_info": ("r_server_info", ANY),
+    "/get_server_info": ("r_server_info", ANY),
+    "/v1/models": ("r_models", ANY),
+    "/v1/loads": ("r_loads", ANY),
+    "/metrics": ("r_metrics", ANY),
+    "/flush_cache": ("r_flush_cache", ("GET", "POST")),
+    "/freeze_gc": ("r_freeze_gc", ("GET", "POST")),
+    "/generate": ("r_generate", ("POST", "PUT")),
+}
+
+
+OPEN_PATHS = ("/health", "/ready", "/metrics")
+
+
+class _Handler(BaseHTTPRequestHandler):
+    fake: FakeServer  # set per server by _handler_for
+    protocol_version = "HTTP/1.1"
+    server_version = "uvicorn"
+    sys_version = ""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # uvicorn-style access lines are written in _send
+
+    def _send(
+        self,
+        code: int,
+        body: bytes | str | dict[str, Any] | None,
+        ctype: str = "application/json",
+    ) -> None:
+        if isinstance(body, dict):
+            payload = json.dumps(body).encode()
+        elif isinstance(body, str):
+            payload = body.encode()
+        else:
+            payload = body or b""
+        self.send_response_only(code)
+        self.send_header("date", self.date_time_string())
+        self.send_header("server", "uvicorn")
+        self.send_header("content-length", str(len(payload)))
+        if payload:
+            self.send_header("content-type", ctype)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(payload)
+        path = self.path.split("?", 1)[0]
+        self.fake.metrics.count_http(path, self.command, code)
+        if not (self.fake.access_exclude and path.startswith(self.fake.access_exclude)):
+            host, port = self.client_address[:2]
+            self.fake.log.uvicorn(
+                f'{host}:{port} - "{self.command} {self.path} HTTP/1.1" {code} {STATUS_TEXT.get(code, "")}'.rstrip(),
+                fd=1,
+            )
+
+    def _authorized(self, path: str) -> bool:
+        key = self.fake.args.api_key
+        if not key or path.startswith(OPEN_PATHS):
+            return True
+        return self.headers.get("Authorization", "") == f"Bearer {key}"
+
+    def _body(self) -> dict[str, Any]:
+        n = int(self.headers.get("Content-Length") or 0)
+        if not n:
+            return {}
+        try:
+            data = json.loads(self.rfile.read(n) or b"{}")
+        except ValueError:
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def do_GET(self) -> None:
+        self._route()
+
+    def do_POST(self) -> None:
+        self._route()
+
+    def do_PUT(self) -> None:
+        self._route()
+
+    def _route(self) -> None:
+        path = self.path.split("?", 1)[0]
+        self.fake.metrics.http_active(path, self.command, 1)
+        try:
+            self._dispatch(path)
+        finally:
+            self.fake.metrics.http_active(path, self.command, -1)
+
+    def _dispatch(self, path: str) -> None:
+        body = self._body() if self.command in ("POST", "PUT") else {}
+        if not self._authorized(path):
+            self._send(401, {"error": "Unauthorized"})
+            return
+        route = ROUTES.get(path)
+        if route is None or self.command not in route[1]:
+            self._send(404, {"detail": "Not Found"})
+            return
+        getattr(self, route[0])(path, body)
+
+    # --- one method per endpoint (ROUTES maps paths to them) ---
+
+    def r_health(self, path: str, body: dict[str, Any]) -> None:
+        self._send(self.fake.health(), b"")
+
+    def r_ready(self, path: str, body: dict[str, Any]) -> None:
+        st = self.fake.state
+        ok = st.status == ServerState.UP and not st.gracefully_exit
+        if st.gracefully_exit:
+            self.fake.log.warning("Health check request received during shutdown. Returning 503.")
+        self._send(200 if ok else 503, b"")
+
+    def _deprecated(self, path: str, new: str) -> None:
+        self.fake.log.warning(
+            f"Endpoint '{path}' is deprecated and will be removed in a future version. "
+            f"Please use '{new}' instead."
+        )
+
+    def r_model_info(self, path: str, body: dict[str, Any]) -> None:
+        if path == "/get_model_info":
+            self._deprecated(path, "/model_info")
+        self._send(200, self.fake.model_info())
+
+    def r_server_info(self, path: str, body: dict[str, Any]) -> None:
+        if path == "/get_server_info":
+            self._deprecated(path, "/server_info")
+        self._send(200, self.fake.server_info())
+
+    def r_models(self, path: str, body: dict[str, Any]) -> None:
+        card = {"id": self.fake.served, "object": "model", "created": int(self.fake.start_time),
+                "owned_by": "sglang", "root": self.fake.served, "parent": None,
+                "max_model_len": self.fake.context_len}  # fmt: skip
+        self._send(200, {"object": "list", "data": [card]})
+
+    def r_loads(self, path: str, body: dict[str, Any]) -> None:
+        self._send(200, self.fake.loads())
+
+    def r_metrics(self, path: str, body: dict[str, Any]) -> None:
+        if not self.fake.args.enable_metrics:
+            self._send(404, {"detail": "Not Found"})
+            return
+        self._send(
+            200,
+            self.fake.metrics.render(self.fake.startup_time),
+            "text/plain; version=0.0.4; charset=utf-8",
+        )
+
+    def r_flush_cache(self, path: str, body: dict[str, Any]) -> None:
+        st = self.fake.state
+        if st.running or st.queue:
+            self.fake.sched_log(
+                f"Cache not flushed because there are pending requests. #queue-req: {st.queue}, "
+                f"#running-req: {st.running}"
+            )
+            self._send(400, "Flush cache failed.\n", "text/plain; charset=utf-8")
+            return
+        self.fake.sched_log("Cache flushed successfully!")
+        self._send(
+            200,
+            "Cache flushed.\nPlease check backend logs for more details. (When there are running or "
+            "waiting requests, the operation will not be performed.)\n",
+            "text/plain; charset=utf-8",
+        )
+
+    def r_freeze_gc(self, path: str, body: dict[str, Any]) -> None:
+        self._send(200, "Garbage collection frozen.\n", "text/plain; charset=utf-8")
+
+    def r_generate(self, path: str, body: dict[str, Any]) -> None:
+        code, payload = self.fake.generate(body)
+        self._send(code, payload)
+
+
 def _handler_for(server: FakeServer) -> type[BaseHTTPRequestHandler]:
-    open_paths = ("/health", "/ready", "/metrics")
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        server_version = "uvicorn"
-        sys_version = ""
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass  # uvicorn-style access lines are written in _send
-
-        def _send(
-            self,
-            code: int,
-            body: bytes | str | dict[str, Any] | None,
-            ctype: str = "application/json",
-        ) -> None:
-            if isinstance(body, dict):
-                payload = json.dumps(body).encode()
-            elif isinstance(body, str):
-                payload = body.encode()
-            else:
-                payload = body or b""
-            self.send_response_only(code)
-            self.send_header("date", self.date_time_string())
-            self.send_header("server", "uvicorn")
-            self.send_header("content-length", str(len(payload)))
-            if payload:
-                self.send_header("content-type", ctype)
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(payload)
-            path = self.path.split("?", 1)[0]
-            server.metrics.count_http(path, self.command, code)
-            if not (server.access_exclude and path.startswith(server.access_exclude)):
-                host, port = self.client_address[:2]
-                server.log.uvicorn(
-                    f'{host}:{port} - "{self.command} {self.path} HTTP/1.1" {code} {STATUS_TEXT.get(code, "")}'.rstrip(),
-                    fd=1,
-                )
-
-        def _authorized(self, path: str) -> bool:
-            key = server.args.api_key
-            if not key or path.startswith(open_paths):
-                return True
-            return self.headers.get("Authorization", "") == f"Bearer {key}"
-
-        def _body(self) -> dict[str, Any]:
-            n = int(self.headers.get("Content-Length") or 0)
-            if not n:
-                return {}
-            try:
-                data = json.loads(self.rfile.read(n) or b"{}")
-            except ValueError:
-                return {}
-            return data if isinstance(data, dict) else {}
-
-        def do_GET(self) -> None:
-            self._route()
-
-        def do_POST(self) -> None:
-            self._route()
-
-        def do_PUT(self) -> None:
-            self._route()
-
-        def _route(self) -> None:
-            path = self.path.split("?", 1)[0]
-            server.metrics.http_active(path, self.command, 1)
-            try:
-                self._dispatch(path)
-            finally:
-                server.metrics.http_active(path, self.command, -1)
-
-        def _dispatch(self, path: str) -> None:
-            body = self._body() if self.command in ("POST", "PUT") else {}
-            if not self._authorized(path):
-                self._send(401, {"error": "Unauthorized"})
-                return
-            st = server.state
-            if path in ("/health", "/health_generate"):
-                self._send(server.health(), b"")
-            elif path == "/ready":
-                ok = st.status == ServerState.UP and not st.gracefully_exit
-                if st.gracefully_exit:
-                    server.log.warning(
-                        "Health check request received during shutdown. Returning 503."
-                    )
-                self._send(200 if ok else 503, b"")
-            elif path in ("/model_info", "/get_model_info"):
-                if path == "/get_model_info":
-                    server.log.warning(
-                        "Endpoint '/get_model_info' is deprecated and will be removed in a future version. "
-                        "Please use '/model_info' instead."
-                    )
-                self._send(200, server.model_info())
-            elif path in ("/server_info", "/get_server_info"):
-                if path == "/get_server_info":
-                    server.log.warning(
-                        "Endpoint '/get_server_info' is deprecated and will be removed in a future version. "
-                        "Please use '/server_info' instead."
-                    )
-                self._send(200, server.server_info())
-            elif path == "/v1/models":
-                card = {"id": server.served, "object": "model", "created": int(server.start_time),
-                        "owned_by": "sglang", "root": server.served, "parent": None,
-                        "max_model_len": server.context_len}  # fmt: skip
-                self._send(200, {"object": "list", "data": [card]})
-            elif path == "/v1/loads":
-                self._send(200, server.loads())
-            elif path == "/metrics" and server.args.enable_metrics:
-                self._send(
-                    200,
-                    server.metrics.render(server.startup_time),
-                    "text/plain; version=0.0.4; charset=utf-8",
-                )
-            elif path == "/flush_cache" and self.command in ("GET", "POST"):
-                if st.running or st.queue:
-                    server.sched_log(
-                        f"Cache not flushed because there are pending requests. #queue-req: {st.queue}, "
-                        f"#running-req: {st.running}"
-                    )
-                    self._send(400, "Flush cache failed.\n", "text/plain; charset=utf-8")
-                else:
-                    server.sched_log("Cache flushed successfully!")
-                    self._send(
-                        200,
-                        "Cache flushed.\nPlease check backend logs for more details. (When there are running or "
-                        "waiting requests, the operation will not be performed.)\n",
-                        "text/plain; charset=utf-8",
-                    )
-            elif path == "/freeze_gc" and self.command in ("GET", "POST"):
-                self._send(200, "Garbage collection frozen.\n", "text/plain; charset=utf-8")
-            elif path == "/generate" and self.command in ("POST", "PUT"):
-                code, payload = server.generate(body)
-                self._send(code, payload)
-            else:
-                self._send(404, {"detail": "Not Found"})
-
-    return Handler
+    return type("Handler", (_Handler,), {"fake": server})
 
 
 def main(argv: list[str]) -> int:

@@ -102,3 +102,50 @@ def test_code_imports_the_installed_names_only() -> None:
                     if n.split(".")[0] in ("tui", "validators")
                 ]
     assert offenders == []
+
+
+def _lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
+    tree = root / "build" / "src"
+    subprocess.run(
+        [sys.executable, str(root / "scripts" / "source_tree.py"), "--out", str(tree)],
+        check=True,
+        capture_output=True,
+    )
+    lint = Path(sys.executable).parent / "lint-imports"
+    return subprocess.run(
+        [str(lint), "--no-cache", str(root / "pyproject.toml")],
+        cwd=tree,
+        env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize(
+    ("module", "line", "contract"),
+    [
+        # the rule engine reaching up into the core
+        ("validators/engine.py", "import sglaunch.session", "tui over the core"),
+        # the core reaching up into the TUI
+        ("sglaunch/verdict.py", "import sglaunch.tui.app", "tui over the core"),
+        # the core importing Textual directly
+        ("sglaunch/session.py", "import textual.app", "never import Textual"),
+    ],
+)
+def test_import_contracts_fail_when_broken(
+    tmp_path: Path, module: str, line: str, contract: str
+) -> None:
+    """`make imports` (in `make test`) keeps DESIGN.md's direction: break it in a copy."""
+    import shutil
+
+    for part in ("sglaunch", "validators", "tui", "scripts"):
+        shutil.copytree(ROOT / part, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    clean = _lint_imports(tmp_path)
+    assert clean.returncode == 0, clean.stdout[-2000:]
+    target = tmp_path / module
+    target.write_text(target.read_text(encoding="utf-8") + f"\n{line}  # noqa\n", encoding="utf-8")
+    broken = _lint_imports(tmp_path)
+    assert broken.returncode != 0
+    assert f"{contract}" in broken.stdout and "BROKEN" in broken.stdout

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from sglaunch.examples import DEFAULT_EXAMPLE
 from sglaunch.exitcodes import ExitCode
+
+if TYPE_CHECKING:
+    from sglaunch.tui.app import SglaunchApp
 
 
 def run_tui(
@@ -33,7 +37,7 @@ def build_app(
     gpu: str | None = None,
     sglang_python: str | None = None,
     with_oracle: bool = True,
-):  # type: ignore[no-untyped-def]
+) -> SglaunchApp:
     from sglaunch.facts.gpu import probe_gpus
     from sglaunch.facts.model import hf_cache_dirs, load_model_facts
     from sglaunch.flags.schema import bundled_schema
@@ -49,11 +53,9 @@ def build_app(
         if not with_oracle:
             raise ImportError("oracle disabled")
         from sglaunch.oracle.client import Oracle
-        from sglaunch.oracle.findings import oracle_findings
         from sglaunch.oracle.schema_cache import load_flag_schema
 
         collab.oracle = Oracle(python=sglang_python)
-        collab.oracle_findings = oracle_findings
         collab.schema_loader = lambda: load_flag_schema(sglang_python).schema
     except ImportError:
         pass

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sglaunch.validators.facts import CheckInput
-from sglaunch.validators.findings import Finding, Override, Severity, sort_findings
+from sglaunch.validators.findings import Finding, Fix, Override, Severity, sort_findings
 from sglaunch.validators.fixes import vet_fixes
 
 RuleFunc = Callable[[CheckInput], Iterable[Finding]]
@@ -151,7 +151,7 @@ def override_finding(
     why: str,
     *,
     ref: str,
-    fixes: tuple = (),
+    fixes: tuple[Fix, ...] = (),
 ) -> Finding:
     """The standard wording for a silent change: 'sglang will set X=V (you left it unset)'."""
     asked = inp.flags.get(dest)

@@ -50,7 +50,7 @@ def pp_size(inp: CheckInput) -> int:
 
 def ep_scale_joiner(inp: CheckInput) -> bool:
     # srt/arg_groups/model_override_base.py:250
-    return inp.value("ep_join_mode") == "scale"
+    return bool(inp.value("ep_join_mode") == "scale")
 
 
 def attn_dp_enabled(inp: CheckInput) -> bool:

@@ -492,7 +492,11 @@ def current_fraction(message: str, flags: Mapping[str, Any]) -> float | None:
 
 
 def higher_fraction(message: str, flags: Mapping[str, Any]) -> float | None:
-    """A fraction that leaves the KV cache room: +0.05, or past sglang's stated minimum."""
+    """A fraction that leaves the KV cache room: +0.05, or past sglang's stated minimum.
+
+    None when no sensible fraction is: sglang's minimum itself above `MAX_FRACTION` (a
+    capped value would fail again, the same way), or nothing above the current one.
+    """
     cur = current_fraction(message, flags)
     m = re.search(r"above ([\d.]+)", message)
     floor = _number(m.group(1).rstrip(".")) if m else None
@@ -501,7 +505,12 @@ def higher_fraction(message: str, flags: Mapping[str, Any]) -> float | None:
     ]
     if not candidates:
         return None
-    target = min(_round_up(max(candidates)), MAX_FRACTION)
+    target = _round_up(max(candidates))
+    if target > MAX_FRACTION:
+        # past the cap only sglang's minimum counts: the cap itself, if it is above it
+        target = MAX_FRACTION if floor is not None and floor < MAX_FRACTION else 0.0
+    if floor is not None and target <= floor:
+        return None
     return target if cur is None or target > cur else None
 
 
@@ -557,6 +566,11 @@ def runtime_fixes(
     if code == PORT_IN_USE and free_port:
         fixes.append(Fix(f"Launch on free port {free_port}", set={"port": free_port}))
     elif code == KV_OOM:
+        tp = _int(flags.get("tp_size")) or 1
+        more_gpus = Fix(
+            f"Split the weights over {2 * tp} GPUs (--tp-size {2 * tp})",
+            set={"tp_size": 2 * tp},
+        )
         target = higher_fraction(message, flags)
         if target is not None:
             fixes.append(
@@ -565,13 +579,8 @@ def runtime_fixes(
                     set={"mem_fraction_static": target},
                 )
             )
-        tp = _int(flags.get("tp_size")) or 1
-        fixes.append(
-            Fix(
-                f"Split the weights over {2 * tp} GPUs (--tp-size {2 * tp})",
-                set={"tp_size": 2 * tp},
-            )
-        )
+        # without a fraction that satisfies sglang's minimum, more GPUs come first
+        fixes.append(more_gpus)
     elif code == GRAPH_OOM:
         fixes += _lower_fraction_fix(message, flags)
         max_bs = _int(flags.get("cuda_graph_max_bs_decode"))

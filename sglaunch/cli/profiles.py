@@ -202,19 +202,19 @@ def _show(store: ProfileStore, name: str, as_json: bool, out: TextIO) -> int:
         rows.append(("GPUs", f"CUDA_VISIBLE_DEVICES={profile.gpus.cuda_visible_devices}"))
     if profile.gpus.preset:
         rows.append(("planned for", profile.gpus.preset))
-    for k, v in profile.env.items():
-        rows.append(("env", f"{k}={v}"))
+    for k, value in profile.env.items():
+        rows.append(("env", f"{k}={value}"))
     for dest, var in profile.secrets.items():
         rows.append(
             ("secret", f"{dest} from ${var}" + ("" if os.environ.get(var) else " (not set)"))
         )
     if profile.validated:
-        v = profile.validated
-        gpus = ", ".join(v.gpu_names) or "?"
+        done = profile.validated
+        gpus = ", ".join(done.gpu_names) or "?"
         rows.append(
             (
                 "validated",
-                f"{v.at.isoformat()} with sglang {v.sglang_version} on {v.gpu_count}× {gpus}",
+                f"{done.at.isoformat()} with sglang {done.sglang_version} on {done.gpu_count}× {gpus}",
             )
         )
     print(paint.bold(f"profile {profile.name}") + paint.dim(f"  {store.path(name)}"), file=out)

@@ -26,9 +26,10 @@ def _cuda_text(version: int) -> str:
     return f"{version // 1000}.{(version % 1000) // 10}"
 
 
-def _try(fn: Callable[[], Any], default: Any = None) -> Any:
+def _try(fn: Callable[..., Any], *args: Any, default: Any = None) -> Any:
+    """fn(*args), or `default` when NVML raises (a field this GPU or driver lacks)."""
     try:
-        return fn()
+        return fn(*args)
     except Exception:
         return default
 
@@ -97,9 +98,10 @@ def probe_gpus(
     env = os.environ if env is None else env
     if nvml is None:
         try:
-            import pynvml as nvml  # type: ignore[no-redef]
+            import pynvml
         except ImportError:
             return planning_fallback("nvidia-ml-py is not installed", fallback_preset)
+        nvml = pynvml
     try:
         nvml.nvmlInit()
     except Exception as exc:
@@ -112,6 +114,10 @@ def probe_gpus(
         )
     finally:
         _try(nvml.nvmlShutdown)
+
+
+def _milli(value: Any) -> float | None:
+    return value / 1000.0 if isinstance(value, int | float) else None
 
 
 def _init_reason(exc: Exception, nvml: Any) -> str:
@@ -128,14 +134,14 @@ def _init_reason(exc: Exception, nvml: Any) -> str:
 def _read(
     nvml: Any, env: Mapping[str, str], fallback_preset: str, with_processes: bool
 ) -> GpuFacts:
-    driver = _text(_try(nvml.nvmlSystemGetDriverVersion, ""))
+    driver = _text(_try(nvml.nvmlSystemGetDriverVersion, default=""))
     cuda_raw = _try(nvml.nvmlSystemGetCudaDriverVersion_v2) or _try(
         nvml.nvmlSystemGetCudaDriverVersion
     )
     cuda = _cuda_text(int(cuda_raw)) if cuda_raw else ""
     total = int(nvml.nvmlDeviceGetCount())
     handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(total)]
-    uuids = [_text(_try(lambda h=h: nvml.nvmlDeviceGetUUID(h), "")) for h in handles]
+    uuids = [_text(_try(nvml.nvmlDeviceGetUUID, h, default="")) for h in handles]
     visible = visible_indices(env.get("CUDA_VISIBLE_DEVICES"), uuids)
     order = list(range(total)) if visible is None else visible
     if total == 0:
@@ -150,16 +156,16 @@ def _read(
         h = handles[phys]
         mem = nvml.nvmlDeviceGetMemoryInfo(h)
         major, minor = nvml.nvmlDeviceGetCudaComputeCapability(h)
-        util = _try(lambda h=h: nvml.nvmlDeviceGetUtilizationRates(h).gpu)
-        temp = _try(
-            lambda h=h: nvml.nvmlDeviceGetTemperature(h, getattr(nvml, "NVML_TEMPERATURE_GPU", 0))
-        )
-        power = _try(lambda h=h: nvml.nvmlDeviceGetPowerUsage(h) / 1000.0)
-        limit = _try(lambda h=h: nvml.nvmlDeviceGetEnforcedPowerLimit(h) / 1000.0)
-        bus = _try(lambda h=h: _text(nvml.nvmlDeviceGetPciInfo(h).busId), "")
+        rates = _try(nvml.nvmlDeviceGetUtilizationRates, h)
+        util = getattr(rates, "gpu", None)
+        temp = _try(nvml.nvmlDeviceGetTemperature, h, getattr(nvml, "NVML_TEMPERATURE_GPU", 0))
+        power = _milli(_try(nvml.nvmlDeviceGetPowerUsage, h))
+        limit = _milli(_try(nvml.nvmlDeviceGetEnforcedPowerLimit, h))
+        pci = _try(nvml.nvmlDeviceGetPciInfo, h)
+        bus = _text(pci.busId) if pci is not None else ""
         procs: tuple[GpuProcess, ...] = ()
         if with_processes:
-            raw = _try(lambda h=h: nvml.nvmlDeviceGetComputeRunningProcesses(h), []) or []
+            raw = _try(nvml.nvmlDeviceGetComputeRunningProcesses, h, default=[]) or []
             procs = tuple(
                 GpuProcess(
                     pid=int(p.pid),

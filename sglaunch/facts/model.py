@@ -74,7 +74,8 @@ def _model_types_data() -> dict[str, Any]:
         .joinpath("data", f"model-types-{SGLANG_VERSION}.json")
         .read_text(encoding="utf-8")
     )
-    return json.loads(text)
+    data: dict[str, Any] = json.loads(text)
+    return data
 
 
 def sglang_architectures() -> frozenset[str]:
@@ -450,7 +451,7 @@ def _autoconfig_dict(model_dir: Path) -> dict[str, Any]:
     from transformers import AutoConfig
 
     cfg = AutoConfig.from_pretrained(str(model_dir), trust_remote_code=False, local_files_only=True)
-    data = cfg.to_dict()
+    data: dict[str, Any] = cfg.to_dict()
     # to_dict drops nothing we read, but keeps sub-configs as dicts; mirror the
     # attribute names transformers maps (e.g. n_head -> num_attention_heads)
     for attr in ("num_attention_heads", "num_hidden_layers", "hidden_size", "num_key_value_heads"):

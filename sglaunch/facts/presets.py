@@ -91,12 +91,13 @@ def parse_gpu_spec(spec: str, cuda_version: str = DEFAULT_CUDA) -> GpuFacts:
             _norm(m.group("name")), [_norm(p.key) for p in PRESETS], n=1
         )
         hint = (
-            f" — did you mean {next(p.key for p in PRESETS if _norm(p.key) == close[0])}?"
+            f"did you mean {next(p.key for p in PRESETS if _norm(p.key) == close[0])}? "
             if close
             else ""
         )
         raise UserError(
-            f"unknown GPU {m.group('name')!r} in --gpu{hint} Known: {', '.join(preset_names())}"
+            f"unknown GPU {m.group('name')!r} in --gpu {spec}: {hint}"
+            f"the presets are {', '.join(preset_names())}"
         )
     count = int(m.group("count") or 1)
     if not 1 <= count <= 64:

@@ -183,6 +183,63 @@ def _is_value_token(tok: str) -> bool:
     return " " in tok and not tok.startswith("--")
 
 
+def _switch_value(spec: FlagSpec, matched: str) -> Any:
+    """What an option without a value stores, as its argparse action does."""
+    if spec.action == "boolean_optional":
+        return not matched.startswith("--no-")
+    if spec.action == "store_false":
+        return False
+    if spec.action == "store_const":
+        return spec.const if spec.const is not None else True
+    return True
+
+
+def _converted(
+    spec: FlagSpec, matched: str, raw_values: list[str], out: ParsedFlags
+) -> list[Any] | None:
+    """The values typed as sglang's parser types them; None (an issue recorded) if one fails."""
+    name = spec.argparse_name
+    converted: list[Any] = []
+    for raw in raw_values:
+        try:
+            value = convert(spec, raw)
+        except FlagTypeError as e:
+            out.issues.append(
+                FlagIssue(
+                    FlagIssueKind.INVALID_VALUE,
+                    option=matched,
+                    dest=spec.dest,
+                    value=raw,
+                    message=f"argument {name}: {e.message}",
+                )
+            )
+            return None
+        choice_error = check_choice(spec, value)
+        if choice_error:
+            out.issues.append(
+                FlagIssue(
+                    FlagIssueKind.INVALID_CHOICE,
+                    option=matched,
+                    dest=spec.dest,
+                    value=raw,
+                    message=f"argument {name}: {choice_error}",
+                    choices=tuple(str(c) for c in spec.choices or ()),
+                    suggestions=tuple(
+                        difflib.get_close_matches(
+                            # 0.6 as for flag names: a looser match offers nvfp4 for fp9
+                            raw,
+                            [str(c) for c in spec.choices or ()],
+                            n=3,
+                            cutoff=0.6,
+                        )
+                    ),
+                )
+            )
+            return None
+        converted.append(value)
+    return converted
+
+
 def parse_argv(argv: Iterable[str], schema: FlagSchema) -> ParsedFlags:
     tokens = list(argv)
     out = ParsedFlags()
@@ -229,14 +286,7 @@ def parse_argv(argv: Iterable[str], schema: FlagSchema) -> ParsedFlags:
                     )
                 )
                 continue
-            if spec.action == "boolean_optional":
-                out.values[spec.dest] = not matched.startswith("--no-")
-            elif spec.action == "store_false":
-                out.values[spec.dest] = False
-            elif spec.action == "store_const":
-                out.values[spec.dest] = spec.const if spec.const is not None else True
-            else:
-                out.values[spec.dest] = True
+            out.values[spec.dest] = _switch_value(spec, matched)
             continue
         # options that take values
         raw_values: list[str] = []
@@ -259,44 +309,8 @@ def parse_argv(argv: Iterable[str], schema: FlagSchema) -> ParsedFlags:
                 )
             )
             continue
-        converted: list[Any] = []
-        bad = False
-        for raw in raw_values:
-            try:
-                value = convert(spec, raw)
-            except FlagTypeError as e:
-                out.issues.append(
-                    FlagIssue(
-                        FlagIssueKind.INVALID_VALUE,
-                        option=matched,
-                        dest=spec.dest,
-                        value=raw,
-                        message=f"argument {name}: {e.message}",
-                    )
-                )
-                bad = True
-                break
-            choice_error = check_choice(spec, value)
-            if choice_error:
-                out.issues.append(
-                    FlagIssue(
-                        FlagIssueKind.INVALID_CHOICE,
-                        option=matched,
-                        dest=spec.dest,
-                        value=raw,
-                        message=f"argument {name}: {choice_error}",
-                        choices=tuple(str(c) for c in spec.choices or ()),
-                        suggestions=tuple(
-                            difflib.get_close_matches(
-                                raw, [str(c) for c in spec.choices or ()], n=3, cutoff=0.5
-                            )
-                        ),
-                    )
-                )
-                bad = True
-                break
-            converted.append(value)
-        if bad:
+        converted = _converted(spec, matched, raw_values, out)
+        if converted is None:
             continue
         if spec.action == "store_const":
             # a retired valued flag: the value is checked, the constant is stored
@@ -322,7 +336,7 @@ def parse_argv(argv: Iterable[str], schema: FlagSchema) -> ParsedFlags:
 def format_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, dict | list) and not isinstance(value, str):
+    if isinstance(value, dict | list):
         return json.dumps(value, separators=(",", ":"))
     return str(value)
 

@@ -111,9 +111,20 @@ class OracleAnswer:
 
     @classmethod
     def failed(
-        cls, fault: str, *, sglang_version: str | None = None, **flags: bool
+        cls,
+        fault: str,
+        *,
+        sglang_version: str | None = None,
+        timed_out: bool = False,
+        worker_died: bool = False,
     ) -> OracleAnswer:
-        return cls(ok=False, fault=fault, sglang_version=sglang_version, **flags)
+        return cls(
+            ok=False,
+            fault=fault,
+            sglang_version=sglang_version,
+            timed_out=timed_out,
+            worker_died=worker_died,
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -192,7 +192,7 @@ def emulate_gpu(gpu: dict[str, Any], bindings: Bindings) -> None:
         return driver
 
     @functools.lru_cache(maxsize=1)
-    def get_nvidia_driver_version() -> tuple:
+    def get_nvidia_driver_version() -> tuple[int, ...]:
         try:
             return tuple(int(x) for x in (driver or "").split(".")) if driver else (0,)
         except ValueError:

@@ -35,7 +35,7 @@ from sglaunch.secrets import (
     mask_text,
     shell_reference,
 )
-from sglaunch.validators.facts import FlagIssueKind
+from sglaunch.validators.facts import FlagIssue, FlagIssueKind
 
 CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
 
@@ -130,7 +130,7 @@ def command_tokens(profile: Profile, flags: list[str], python: str | None = None
     return [*env, *program(profile, python), *flags]
 
 
-def issue_text(issue: Any) -> str:
+def issue_text(issue: FlagIssue) -> str:
     text = issue.message
     if issue.suggestions and "did you mean" not in text and "could match" not in text:
         text += f" (did you mean {', '.join(issue.suggestions)}?)"

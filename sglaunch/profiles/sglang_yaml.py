@@ -227,9 +227,10 @@ def to_yaml(
         cli_only += [schema.cli_name(dest), Raw(shell_reference(var))]
 
     flags_on_line: list[str] = []
-    if profile.entry == "serve" and profile.model:
+    model = exported_model(profile.model)
+    if profile.entry == "serve" and model:
         # `sglang serve` requires --model-path on the command line, not only in --config
-        flags_on_line += ["--model-path", exported_model(profile.model)]
+        flags_on_line += ["--model-path", model]
     flags_on_line += ["--config", config_name, *cli_only]
     launch = " ".join(quote(t) for t in command_tokens(profile, flags_on_line, python))
     header = [f"# sglang --config file exported by sglaunch from profile '{profile.name}'."]

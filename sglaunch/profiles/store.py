@@ -2,7 +2,8 @@
 
 Files next to `NAME.toml`:
 - `NAME.toml.bak`  the version before the last save (or the deleted profile);
-- `NAME.toml.lock` the lock every save and delete of NAME takes (`flock`);
+- `.lock` (one for the folder) the lock every save and delete takes (`flock`): one
+  file, not one per profile left beside each;
 - `.NAME.toml.*.tmp` a save in progress; one left by a killed process is removed
   by the next save of NAME.
 
@@ -56,6 +57,9 @@ def revision_of(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+LOCK_NAME = ".lock"
+
+
 class ProfileStore:
     def __init__(self, root: Path | None = None, schema: FlagSchema | None = None) -> None:
         self.root = Path(root) if root is not None else profiles_dir()
@@ -67,13 +71,14 @@ class ProfileStore:
     def backup_path(self, name: str) -> Path:
         return self.root / f"{validate_name(name)}{SUFFIX}.bak"
 
-    def _lock_path(self, name: str) -> Path:
-        return self.root / f"{name}{SUFFIX}.lock"
+    def _lock_path(self) -> Path:
+        return self.root / LOCK_NAME
 
     @contextlib.contextmanager
     def _locked(self, name: str) -> Iterator[None]:
+        """The folder's lock, for a save or delete of `name` (saves are rare: one lock)."""
         self.root.mkdir(parents=True, exist_ok=True)
-        with open(self._lock_path(name), "a") as lock:
+        with open(self._lock_path(), "a") as lock:
             if fcntl is not None:
                 fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
             try:

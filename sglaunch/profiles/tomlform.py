@@ -49,7 +49,6 @@ import tomli_w
 from sglaunch.errors import UserError
 from sglaunch.flags.schema import FlagSchema, bundled_schema
 from sglaunch.profiles.profile import (
-    ENTRIES,
     JSON_TYPES,
     SCHEMA_VERSION,
     GpuSelection,
@@ -61,6 +60,7 @@ from sglaunch.profiles.profile import (
     check_secrets,
     flag_spec,
 )
+from sglaunch.program import ENTRIES
 
 HEADER = (
     "# sglaunch launch profile (see `sglaunch profiles show NAME`).\n"
@@ -223,6 +223,10 @@ def profile_from_toml(
         raise UserError(
             f"profile {path} is not UTF-8 text (byte {exc.start}); fix it or move it aside"
         ) from None
+    if not text.strip():
+        backup = path.with_name(path.name + ".bak")
+        where = f"; its previous version is {backup}" if backup.exists() else ""
+        raise UserError(f"profile {path} is empty: delete it or import the launch again{where}")
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -123,7 +123,7 @@ def run_headless(
             threading.Thread(target=monitor.kill, daemon=True).start()  # a second Ctrl-C: no grace
         events.put(_INTERRUPT)
 
-    previous: dict[int, Any] = {}
+    previous: dict[signal.Signals, Any] = {}
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM):
             previous[sig] = signal.signal(sig, on_signal)

@@ -619,7 +619,8 @@ class StartupTracker:
 def summary_from_server_info(info: Mapping[str, Any]) -> StartupSummary | None:
     states = info.get("internal_states") or [{}]
     first = states[0] if isinstance(states, list) and states and isinstance(states[0], dict) else {}
-    memory = first.get("memory_usage") if isinstance(first.get("memory_usage"), dict) else {}
+    usage = first.get("memory_usage")
+    memory: Mapping[str, Any] = usage if isinstance(usage, dict) else {}
     if info.get("max_total_num_tokens") is None:
         return None
     return StartupSummary(

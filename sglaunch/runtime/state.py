@@ -162,7 +162,7 @@ class MonitorState:
                 out[f.name] = [h.to_json() for h in value]
             elif f.name == "diagnosis" or f.name == "load":
                 out[f.name] = value.to_json() if value else None
-            elif dataclasses.is_dataclass(value):
+            elif dataclasses.is_dataclass(value) and not isinstance(value, type):
                 out[f.name] = dataclasses.asdict(value)
             elif isinstance(value, tuple) and value and dataclasses.is_dataclass(value[0]):
                 out[f.name] = [dataclasses.asdict(v) for v in value]

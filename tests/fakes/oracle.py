@@ -7,6 +7,7 @@ can check debouncing and stale-answer handling.
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,35 +15,10 @@ from sglaunch.checking import build_input
 from sglaunch.facts.model import load_model_facts
 from sglaunch.flags.argv import parse_argv
 from sglaunch.flags.schema import bundled_schema
+from sglaunch.oracle.answer import OracleAnswer, OracleError, OracleStatus
 from sglaunch.validators.engine import get_rule, validate
 from sglaunch.validators.facts import GpuFacts
-from sglaunch.validators.findings import Finding, Override, Severity
-
-
-@dataclass
-class FakeStatus:
-    available: bool = True
-    reason: str = ""
-    sglang_version: str | None = "0.5.23"
-
-
-@dataclass
-class FakeError:
-    type: str
-    message: str
-    where: str = "srt/arg_groups/model_overrides/minicpm.py:18"
-
-
-@dataclass
-class FakeAnswer:
-    """The shape of sglaunch.oracle.answer.OracleAnswer that the app reads."""
-
-    ok: bool
-    sglang_version: str | None
-    changed: dict[str, Any]
-    resolved: dict[str, Any] | None
-    error: FakeError | None = None
-    fault: str = ""
+from sglaunch.validators.findings import Finding, Severity
 
 
 @dataclass
@@ -52,11 +28,22 @@ class FakeOracle:
     delay: float = 0.0
     requests: list[tuple[list[str], dict[str, str], GpuFacts]] = field(default_factory=list)
     closed: bool = False
+    # code -> the text sglang raises for it, where it differs from the built-in message
+    error_words: dict[str, str] = field(default_factory=dict)
 
-    def start(self) -> FakeStatus:
-        return FakeStatus(available=self.available, reason=self.reason)
+    version: str = "0.5.23"
 
-    def resolve(self, argv: list[str], env: dict[str, str], gpu: GpuFacts) -> FakeAnswer:
+    def start(self) -> OracleStatus:
+        return OracleStatus(
+            available=self.available,
+            reason=self.reason,
+            sglang_version=self.version if self.available else None,
+        )
+
+    def resolve(
+        self, argv: Sequence[str], env: Mapping[str, str] | None, gpu: GpuFacts
+    ) -> OracleAnswer:
+        env = dict(env or {})
         self.requests.append((list(argv), dict(env), gpu))
         if self.delay:
             threading.Event().wait(self.delay)
@@ -72,46 +59,27 @@ class FakeOracle:
             if f.severity is Severity.ERROR
             and getattr(get_rule(f.code), "mirrors", "resolution") != "launch"
         ]
-        changed: dict[str, Any] = {k: [a, v] for k, (a, v) in report.changes.items()}
+        changed: dict[str, tuple[Any, Any]] = dict(report.changes)
         # step 45: sglang fills a backend still unset after the model rules
         if "attention_backend" not in changed and parsed.values.get("attention_backend") is None:
-            changed["attention_backend"] = [None, "trtllm_mha" if gpu.is_blackwell else "fa3"]
+            changed["attention_backend"] = (None, "trtllm_mha" if gpu.is_blackwell else "fa3")
         resolved = {**schema.defaults(), **parsed.values, **{k: v[1] for k, v in changed.items()}}
-        return FakeAnswer(
+        error = None
+        if errors:
+            error = OracleError("ValueError", self.error_text(errors[0]), where=errors[0].ref)
+        return OracleAnswer(
             ok=not errors,
-            sglang_version="0.5.23",
+            sglang_version=self.version,
             changed={} if errors else changed,
             resolved=None if errors else resolved,
-            error=FakeError("ValueError", errors[0].message) if errors else None,
+            explicit=tuple(parsed.values),
+            error=error,
+            elapsed_s=0.01,
         )
+
+    def error_text(self, finding: Finding) -> str:
+        """sglang's own words for the error: a test may make them differ from the rule's."""
+        return self.error_words.get(finding.code, finding.message)
 
     def close(self) -> None:
         self.closed = True
-
-
-def fake_findings(answer: FakeAnswer) -> list[Finding]:
-    """Like sglaunch.oracle.findings.oracle_findings, for the fake answer."""
-    out = []
-    if answer.error is not None:
-        out.append(
-            Finding(
-                code="minicpm-dp-attention"
-                if "DP attention" in answer.error.message
-                else "sglang-error",
-                severity=Severity.ERROR,
-                message=answer.error.message,
-                source=f"sglang:{answer.error.where}",
-            )
-        )
-    for field_name, (asked, value) in answer.changed.items():
-        out.append(
-            Finding(
-                code="sglang-override",
-                severity=Severity.OVERRIDE,
-                message=f"sglang will set {field_name}={value}",
-                flags=(field_name,),
-                source="sglang",
-                override=Override(field_name, asked, value),
-            )
-        )
-    return out

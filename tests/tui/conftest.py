@@ -12,7 +12,7 @@ from sglaunch.flags.schema import bundled_schema
 from sglaunch.tui.app import SglaunchApp
 from sglaunch.tui.collaborators import Collaborators
 from tests.fakes.nvml import FakeNvml, NVMLError_LibraryNotFound
-from tests.fakes.oracle import FakeOracle, fake_findings
+from tests.fakes.oracle import FakeOracle
 
 
 def make_app(
@@ -35,7 +35,6 @@ def make_app(
         gpu_probe=lambda: probe_gpus(nvml=nvml, env={}),
         model_loader=load_model_facts,
         oracle=oracle,
-        oracle_findings=fake_findings if oracle is not None else None,
         schema_loader=schema_loader,
         server_factory=server_factory,
         profile_dir=profile_dir,
@@ -64,3 +63,18 @@ def plain(widget: object) -> str:
     console = Console(width=200, record=True, color_system=None, file=open("/dev/null", "w"))  # noqa: SIM115
     console.print(content)
     return console.export_text()
+
+
+async def settle_app(app: SglaunchApp, pilot) -> None:  # type: ignore[no-untyped-def]
+    """Workers done, and sglang's (fake) verdict in whenever it can be asked."""
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+    for _ in range(100):
+        waiting = app.tiers.waits_for(app.session)
+        if app.tiers.oracle is None or waiting is not None or app.verdict.answered:
+            break
+        if app.tiers.reply_for(app.session) is not None:  # a fault: answered, no verdict
+            break
+        await pilot.pause(0.02)
+        await app.workers.wait_for_complete()
+    await pilot.pause()

@@ -5,11 +5,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from textual.widgets import DataTable, Input, OptionList, Static, TextArea
+from textual.widgets import Input, OptionList, Static, TextArea
 
 from sglaunch.tui.app import SglaunchApp
 from sglaunch.tui.screens.card import CardScreen
-from sglaunch.tui.screens.dialogs import GpuScreen, OpenModelScreen, PasteScreen, ResolvedScreen
+from sglaunch.tui.screens.dialogs import (
+    GpuScreen,
+    OpenModelScreen,
+    PasteScreen,
+    ResolvedScreen,
+    ResolvedView,
+)
 from sglaunch.tui.widgets.findings import FindingsPanel
 from sglaunch.tui.widgets.flag_editor import FlagEditor
 from sglaunch.tui.widgets.row_list import RowList
@@ -17,18 +23,17 @@ from sglaunch.validators.findings import Severity
 from tests.conftest import model_dir
 from tests.fakes.nvml import B200, H100, FakeNvml, gpu
 from tests.fakes.oracle import FakeOracle
-from tests.tui.conftest import make_app, plain
+from tests.tui.conftest import make_app, plain, settle_app
 
 DP_ERROR = "MiniCPM does not support DP attention"
 
 
 async def settle(app: SglaunchApp, pilot) -> None:  # type: ignore[no-untyped-def]
-    await app.workers.wait_for_complete()
-    await pilot.pause()
+    await settle_app(app, pilot)
 
 
 def shown_messages(app: SglaunchApp) -> list[str]:
-    return [f.message for f in app.screen_query(FindingsPanel).findings]
+    return [f.message for f in app.main.query_one(FindingsPanel).findings]
 
 
 async def search(pilot, text: str) -> None:  # type: ignore[no-untyped-def]
@@ -46,7 +51,7 @@ async def test_dp_attention_error_appears_in_the_same_refresh() -> None:
         assert DP_ERROR not in shown_messages(app)
         # the 0.5.23 spelling of attention DP: --attn-dp-size 2
         await search(pilot, "attn-dp-size")
-        editor = app.screen_query(FlagEditor)
+        editor = app.main.query_one(FlagEditor)
         assert editor.current == "attn_dp_size"
         await pilot.press("enter")  # into the value input
         await pilot.press("2")
@@ -66,7 +71,7 @@ async def test_card_fix_clears_the_error_and_unsets_the_flag() -> None:
     async with app.run_test(size=(160, 50)) as pilot:
         await settle(app, pilot)
         assert DP_ERROR in shown_messages(app)
-        panel = app.screen_query(FindingsPanel)
+        panel = app.main.query_one(FindingsPanel)
         panel.query_one(OptionList).focus()
         assert panel.highlight(next(f for f in panel.findings if f.message == DP_ERROR))
         await pilot.press("enter")
@@ -106,7 +111,7 @@ async def test_paste_a_deepseek_line_for_a_minicpm_model() -> None:
         assert (
             app.session.flags["tp_size"] == 4 and app.session.flags["enable_dp_attention"] is True
         )
-        assert app.session.env["CUDA_VISIBLE_DEVICES"] == "0,1,2,3"
+        assert app.session.environment()["CUDA_VISIBLE_DEVICES"] == "0,1,2,3"
         assert DP_ERROR in shown_messages(app)
 
 
@@ -132,8 +137,8 @@ async def test_switching_preset_h100_to_b200_changes_the_resolved_backend() -> N
         await settle(app, pilot)
         await pilot.pause(0.2)
         await settle(app, pilot)
-        assert app.oracle.revision == app.session.revision
-        assert app.oracle.answer.changed["attention_backend"][1] == "minicpm_flashattn"
+        assert app.verdict.answer is not None  # sglang answered this very revision
+        assert app.verdict.answer.changed["attention_backend"][1] == "minicpm_flashattn"
         await pilot.press("ctrl+g")
         await pilot.pause()
         screen = app.screen
@@ -148,19 +153,13 @@ async def test_switching_preset_h100_to_b200_changes_the_resolved_backend() -> N
         await pilot.pause(0.2)
         await settle(app, pilot)
         assert app.session.gpu.is_blackwell
-        assert app.oracle.revision == app.session.revision
-        assert app.oracle.answer.changed["attention_backend"][1] == "minicpm_flashinfer"
+        assert app.verdict.answer is not None  # sglang answered this very revision
+        assert app.verdict.answer.changed["attention_backend"][1] == "minicpm_flashinfer"
         # the resolved view lists it: you asked -> sglang will use
         await pilot.press("ctrl+r")
         await pilot.pause()
         assert isinstance(app.screen, ResolvedScreen)
-        rows = [
-            app.screen.query_one(DataTable).get_row_at(i)
-            for i in range(app.screen.query_one(DataTable).row_count)
-        ]
-        assert ["attention_backend", "(unset)", "minicpm_flashinfer"] in [
-            list(map(str, r)) for r in rows
-        ]
+        assert ("attention_backend", "(unset)", "minicpm_flashinfer") in app.screen.rows()
 
 
 async def test_search_radix_then_toggle() -> None:
@@ -168,7 +167,7 @@ async def test_search_radix_then_toggle() -> None:
     async with app.run_test(size=(160, 50)) as pilot:
         await settle(app, pilot)
         await search(pilot, "radix")
-        editor = app.screen_query(FlagEditor)
+        editor = app.main.query_one(FlagEditor)
         keys = editor.query_one(RowList).row_keys()
         assert "disable_radix_cache" in keys
         assert all(
@@ -196,7 +195,7 @@ async def test_broken_model_path_is_an_inline_error(tmp_path: Path) -> None:
         await settle(app, pilot)
         await pilot.pause()
         assert app.is_running
-        assert app.model_error and "not valid JSON" in app.model_error
+        assert app.session.model_error and "not valid JSON" in app.session.model_error
         panel = app.screen.query_one("#model-panel")
         assert panel.has_class("-error")
         assert "not valid JSON" in plain(panel)
@@ -219,7 +218,7 @@ async def test_stale_oracle_answers_are_discarded() -> None:
     app = make_app(oracle=oracle, gpu_spec="H100x8", debounce=0.01)
     async with app.run_test(size=(160, 50)) as pilot:
         await settle(app, pilot)
-        editor = app.screen_query(FlagEditor)
+        editor = app.main.query_one(FlagEditor)
         editor.post_message(FlagEditor.Edited("tp_size", 2))
         await pilot.pause(0.05)
         editor.post_message(FlagEditor.Edited("tp_size", 4))
@@ -228,7 +227,7 @@ async def test_stale_oracle_answers_are_discarded() -> None:
         await pilot.pause(0.5)
         await settle(app, pilot)
         # the verdict shown is for the latest flags, never an older request's
-        assert app.oracle.revision == app.session.revision
+        assert app.verdict.answer is not None  # sglang answered this very revision
         assert any("--tp-size" in argv and "4" in argv for argv, _, _ in oracle.requests)
 
 
@@ -242,10 +241,10 @@ async def test_oracle_unavailable_status() -> None:
     async with app.run_test(size=(160, 50)) as pilot:
         await settle(app, pilot)
         await pilot.pause()
-        verdict = plain(app.screen_query(FindingsPanel).query_one("#verdict"))
+        verdict = plain(app.main.query_one(FindingsPanel).query_one("#verdict"))
         assert "sglang check unavailable: sglang is not installed" in verdict
         # the built-in tier still works
-        app.screen_query(FlagEditor).post_message(FlagEditor.Edited("attn_dp_size", 2))
+        app.main.query_one(FlagEditor).post_message(FlagEditor.Edited("attn_dp_size", 2))
         await pilot.pause()
         assert DP_ERROR in shown_messages(app)
 
@@ -266,7 +265,7 @@ async def test_real_gpus_through_fake_nvml() -> None:
     app = make_app(nvml=nvml)
     async with app.run_test(size=(160, 50)) as pilot:
         await settle(app, pilot)
-        assert app.real_gpus is not None and app.real_gpus.count == 2
+        assert app.session.probed is not None and app.session.probed.count == 2
         text = plain(app.screen.query_one("#gpu-panel"))
         assert "B200" in text and "H100" in text
         # device 0 is a B200: the sparse backend is the Blackwell one
@@ -301,7 +300,7 @@ async def test_narrow_layout_is_usable() -> None:
             region = app.screen.query_one(wid).region
             assert region.width > 0 and region.height > 0, wid
         await search(pilot, "tp-size")
-        assert app.screen_query(FlagEditor).current == "tp_size"
+        assert app.main.query_one(FlagEditor).current == "tp_size"
 
 
 def test_fake_models_exist() -> None:
@@ -328,7 +327,7 @@ async def test_help_text_from_sglang_is_shown_and_searchable() -> None:
     async with app.run_test(size=(160, 50)) as pilot:
         await settle(app, pilot)
         await search(pilot, "prefix caching")
-        editor = app.screen_query(FlagEditor)
+        editor = app.main.query_one(FlagEditor)
         keys = [k for k in editor.query_one(RowList).row_keys() if not k.startswith("group:")]
         assert keys == ["disable_radix_cache"]
         await pilot.pause()
@@ -344,7 +343,7 @@ async def test_launch_button_is_disabled_with_the_reason() -> None:
         button = app.screen.query_one("#launch-button", Button)
         assert button.disabled
         assert DP_ERROR in plain(app.screen.query_one("#launch-reason"))
-        app.screen_query(FlagEditor).post_message(FlagEditor.Edited("attn_dp_size", None))
+        app.main.query_one(FlagEditor).post_message(FlagEditor.Edited("attn_dp_size", None))
         await pilot.pause()
         assert not button.disabled
         assert plain(app.screen.query_one("#launch-reason")).strip() == ""
@@ -355,7 +354,7 @@ async def test_fast_typing_into_a_float_flag_keeps_every_keystroke() -> None:
     async with app.run_test(size=(160, 50)) as pilot:
         await settle(app, pilot)
         await search(pilot, "mem-fraction-static")
-        assert app.screen_query(FlagEditor).current == "mem_fraction_static"
+        assert app.main.query_one(FlagEditor).current == "mem_fraction_static"
         await pilot.press("enter")
         # every key without a pause between: the input must never be rewritten under the cursor
         await pilot.press(*"0.75")
@@ -376,19 +375,19 @@ async def test_fast_search_typing_narrows_without_errors() -> None:
         await pilot.press("slash", *"attention-backend", "enter")
         await settle(app, pilot)
         assert app.is_running
-        keys = app.screen_query(FlagEditor).query_one(RowList).row_keys()
+        keys = app.main.query_one(FlagEditor).query_one(RowList).row_keys()
         assert "attention_backend" in keys
         await pilot.press("escape")
         await pilot.press("slash", *"zzzz-no-such-flag")
         await settle(app, pilot)
         # paging through no rows at all is a no-op, not a crash
-        app.screen_query(FlagEditor).query_one(RowList).focus()
+        app.main.query_one(FlagEditor).query_one(RowList).focus()
         await pilot.press("pagedown", "pageup", "home", "end", "down", "enter")
         await settle(app, pilot)
         assert app.is_running
         assert [
             k
-            for k in app.screen_query(FlagEditor).query_one(RowList).row_keys()
+            for k in app.main.query_one(FlagEditor).query_one(RowList).row_keys()
             if not k.startswith("group:")
         ] == []
 
@@ -424,12 +423,12 @@ async def test_go_to_flag_from_a_finding_clears_the_search_and_scrolls_to_it() -
         findings.focus()
         await pilot.pause()
         assert findings.highlighted == 0  # the list starts on its first finding
-        panel = app.screen_query(FindingsPanel)
+        panel = app.main.query_one(FindingsPanel)
         assert panel.highlight(next(f for f in panel.findings if "disable_radix_cache" in f.flags))
         await pilot.press("g")
         await pilot.pause()
         await pilot.pause()
-        editor = app.screen_query(FlagEditor)
+        editor = app.main.query_one(FlagEditor)
         rows = editor.query_one(RowList)
         assert editor.current == "disable_radix_cache"
         assert app.focused is rows
@@ -442,7 +441,7 @@ async def test_verdict_says_when_sglang_accepts_but_a_launch_time_error_remains(
         await settle(app, pilot)
         await pilot.pause(0.2)
         await settle(app, pilot)
-        assert app.oracle.revision == app.session.revision
+        assert app.verdict.answer is not None  # sglang answered this very revision
         verdict = plain(app.screen.query_one("#verdict"))
         assert "accepts these flags" in verdict and "1 error would stop the launch later" in verdict
         assert app.launch_blockers()
@@ -465,7 +464,7 @@ async def test_sglang_overrides_collapse_into_one_line_that_opens_them_all() -> 
     app = make_app(oracle=FakeOracle(), gpu_spec="H100x8", argv=["--tp-size", "2"])
     async with app.run_test(size=(160, 50)) as pilot:
         await settle(app, pilot)
-        panel = app.screen_query(Panel)
+        panel = app.main.query_one(Panel)
         error = Finding(code="x-error", severity=Severity.ERROR, message="boom", flags=("tp_size",))
         panel.show(
             [error, override("chunked_prefill_size", 8192), override("cuda_graph_max_bs", 256)]
@@ -492,13 +491,10 @@ async def test_resolved_view_says_unset_for_defaults_and_counts_hidden_fields() 
     async with app.run_test(size=(160, 50)) as pilot:
         await settle(app, pilot)
         changes = {"chunked_prefill_size": (-1, 8192), "tp_size": (2, 2), "page_size": (None, 64)}
-        app.push_screen(ResolvedScreen(changes, "(test)", explicit={"tp_size"}, hidden=7))
+        view = ResolvedView("(test)", "", "", changes, frozenset({"tp_size"}), hidden=7)
+        app.push_screen(ResolvedScreen(view))
         await pilot.pause()
-        table = app.screen.query_one(DataTable)
-        rows = {
-            str(table.get_row_at(i)[0]): [str(c) for c in table.get_row_at(i)]
-            for i in range(table.row_count)
-        }
+        rows = {r[0]: list(r) for r in app.screen.rows()}
         assert rows["chunked_prefill_size"][1] == "(unset: default -1)"
         assert rows["page_size"][1] == "(unset)"
         assert rows["tp_size"][1] == "2"
@@ -513,7 +509,7 @@ async def test_ctrl_keys_work_from_the_search_box_and_down_enters_the_results() 
         search_box = app.screen.query_one("#flag-search", Input)
         assert app.focused is search_box
         await pilot.press("down")
-        assert app.focused is app.screen_query(FlagEditor).query_one(RowList)
+        assert app.focused is app.main.query_one(FlagEditor).query_one(RowList)
         await pilot.press("slash")
         assert app.focused is search_box
         await pilot.press("ctrl+k")  # a text field's "delete to end" must not win
@@ -522,15 +518,13 @@ async def test_ctrl_keys_work_from_the_search_box_and_down_enters_the_results() 
 
 
 async def test_a_request_sglang_could_not_answer_says_so_and_the_next_one_is_asked() -> None:
-    from tests.fakes.oracle import FakeAnswer
+    from sglaunch.oracle.answer import OracleAnswer
 
     class DyingOnce(FakeOracle):
         def resolve(self, argv, env, gpu):  # type: ignore[no-untyped-def]
             if not self.requests:
                 self.requests.append((list(argv), dict(env), gpu))
-                return FakeAnswer(
-                    ok=False, sglang_version=None, changed={}, resolved=None, fault="worker died"
-                )
+                return OracleAnswer.failed("worker died")
             return super().resolve(argv, env, gpu)
 
     oracle = DyingOnce()
@@ -541,7 +535,7 @@ async def test_a_request_sglang_could_not_answer_says_so_and_the_next_one_is_ask
         await settle(app, pilot)
         verdict = plain(app.screen.query_one("#verdict"))
         assert "sglang check failed: worker died" in verdict
-        app.screen_query(FlagEditor).post_message(FlagEditor.Edited("tp_size", 2))
+        app.main.query_one(FlagEditor).post_message(FlagEditor.Edited("tp_size", 2))
         await pilot.pause(0.1)
         await settle(app, pilot)
         await pilot.pause(0.1)
@@ -561,7 +555,7 @@ async def test_on_a_gpu_machine_a_preset_can_be_chosen_and_real_gpus_chosen_back
         app.screen.query_one("#gpu-preset", Select).value = "B200"
         await pilot.click("#gpu-apply")
         await pilot.pause()
-        assert app.chosen_preset == "B200x8" and app.session.gpu.is_blackwell
+        assert app.session.gpu_choice.preset == "B200x8" and app.session.gpu.is_blackwell
         assert "CUDA_VISIBLE_DEVICES" not in app.session.env
         # back to one of the real GPUs: the preset is left as it was, the selection changes
         await pilot.press("ctrl+g")
@@ -569,8 +563,10 @@ async def test_on_a_gpu_machine_a_preset_can_be_chosen_and_real_gpus_chosen_back
         app.screen.query_one("#gpu-select", SelectionList).deselect(1)
         await pilot.click("#gpu-apply")
         await pilot.pause()
-        assert app.chosen_preset is None
-        assert app.session.gpu.count == 1 and app.session.env["CUDA_VISIBLE_DEVICES"] == "0"
+        assert app.session.gpu_choice.preset is None
+        assert (
+            app.session.gpu.count == 1 and app.session.environment()["CUDA_VISIBLE_DEVICES"] == "0"
+        )
 
 
 async def test_yaml_preview_is_the_same_export_as_profiles_export() -> None:
@@ -586,7 +582,7 @@ async def test_yaml_preview_is_the_same_export_as_profiles_export() -> None:
         assert "tp-size: 4" in shown and "enable-metrics: true" in shown
         # sglang's config merger refuses the deprecated switch: never written as a YAML key
         assert "enable-dp-attention: true" not in shown
-        expected = to_yaml(app.profile_from_session("launch"), schema=app.schema).text
+        expected = to_yaml(app.session.to_profile("launch"), schema=app.schema).text
         assert app.config_yaml() == expected.rstrip("\n")
 
 
@@ -597,7 +593,7 @@ async def test_secrets_never_show_on_screen() -> None:
         assert "sk-VERY-SECRET" not in plain(app.screen.query_one("#command"))
         assert "****" in plain(app.screen.query_one("#command"))
         await search(pilot, "api-key")
-        editor = app.screen_query(FlagEditor)
+        editor = app.main.query_one(FlagEditor)
         rows = editor.query_one(RowList)
         assert all("sk-VERY-SECRET" not in str(rows._texts[k]) for k in rows.row_keys())
         assert app.screen.query_one("#ctl-input", Input).password

@@ -37,7 +37,7 @@ async def test_save_as_then_title_and_dirty_marker(tmp_path: Path) -> None:
         assert saved.gpus.preset == "H100x8"
         assert saved.validated is not None and saved.validated.gpu_count == 8
         # an edit marks it unsaved; ctrl+s saves it again under the same name
-        app.screen_query(FlagEditor).post_message(FlagEditor.Edited("tp_size", 4))
+        app.main.query_one(FlagEditor).post_message(FlagEditor.Edited("tp_size", 4))
         await pilot.pause()
         assert app.title.endswith("*")
         await pilot.press("ctrl+s")
@@ -73,7 +73,7 @@ async def test_load_from_the_picker_and_diff(tmp_path: Path) -> None:
         await pilot.press("enter")
         await settle(app, pilot)
         await pilot.pause()
-        assert app.profile_name == "llama-tp4"
+        assert app.session.profile_name == "llama-tp4"
         assert app.session.model_source == "example:llama-3.1-8b"
         assert app.session.flags == {"tp_size": 4, "enable_metrics": True}
         assert (
@@ -107,8 +107,8 @@ async def test_quitting_with_unsaved_changes_asks(tmp_path: Path) -> None:
     app = make_app(gpu_spec="H100x8", model=None, profile="p", profile_dir=tmp_path)
     async with app.run_test(size=(160, 50)) as pilot:
         await settle(app, pilot)
-        assert app.profile_name == "p" and not app.dirty
-        app.screen_query(FlagEditor).post_message(FlagEditor.Edited("tp_size", 8))
+        assert app.session.profile_name == "p" and not app.dirty
+        app.main.query_one(FlagEditor).post_message(FlagEditor.Edited("tp_size", 8))
         await pilot.pause()
         assert app.dirty
         await pilot.press("ctrl+q")
@@ -158,8 +158,8 @@ async def test_quitting_an_edited_unsaved_launch_asks_but_an_untouched_one_does_
     app = make_app(gpu_spec="H100x8", profile_dir=tmp_path)
     async with app.run_test(size=(160, 50)) as pilot:
         await settle(app, pilot)
-        assert app.profile_name is None and not app.dirty
-        app.screen_query(FlagEditor).post_message(FlagEditor.Edited("tp_size", 2))
+        assert app.session.profile_name is None and not app.dirty
+        app.main.query_one(FlagEditor).post_message(FlagEditor.Edited("tp_size", 2))
         await pilot.pause()
         await pilot.press("ctrl+q")
         await pilot.pause()
@@ -167,7 +167,7 @@ async def test_quitting_an_edited_unsaved_launch_asks_but_an_untouched_one_does_
         assert "not saved as a profile" in app.screen.body
         await pilot.press("escape")
         await pilot.pause()
-        app.screen_query(FlagEditor).post_message(FlagEditor.Edited("tp_size", None))
+        app.main.query_one(FlagEditor).post_message(FlagEditor.Edited("tp_size", None))
         await pilot.pause()
         assert not app.dirty  # back to where it started: nothing to lose
         await pilot.press("ctrl+q")
@@ -184,7 +184,7 @@ async def test_model_flag_beats_the_profile_model(tmp_path: Path) -> None:
     )
     async with app.run_test(size=(160, 50)) as pilot:
         await settle(app, pilot)
-        assert app.profile_name == "p"
+        assert app.session.profile_name == "p"
         assert app.session.flags["tp_size"] == 2
         assert app.session.model is not None
         assert app.session.model.architecture == "LlamaForCausalLM"
@@ -227,7 +227,7 @@ async def test_ctrl_s_types_straight_into_a_suggested_name_and_checks_it_in_plac
         field.value = ""
         await pilot.press(*"sala-tp2", "enter")
         await pilot.pause()
-        assert app.profile_name == "sala-tp2"
+        assert app.session.profile_name == "sala-tp2"
         assert ProfileStore(tmp_path).load("sala-tp2").flags == {"tp_size": 2}
 
 
@@ -245,6 +245,8 @@ async def test_a_profile_planned_for_b200_stays_b200_on_a_machine_with_h100s(
     )
     async with app.run_test(size=(160, 50)) as pilot:
         await settle(app, pilot)
-        assert app.real_gpus is not None and app.real_gpus.count == 2  # found, and offered
+        assert (
+            app.session.probed is not None and app.session.probed.count == 2
+        )  # found, and offered
         assert app.session.gpu.is_blackwell and app.session.gpu.count == 8
         assert not app.dirty

@@ -2,9 +2,23 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tests.fakes.oracle import FakeOracle
 from tests.tui.conftest import make_app
-from tests.tui.scenes import DP_LINE, focus_findings, open_card, paste, settle
+from tests.tui.scenes import (
+    DP_LINE,
+    FrozenMonitor,
+    focus_findings,
+    gpu_dialog,
+    monitor_ready,
+    open_card,
+    paste,
+    profiles_picker,
+    resolved_view,
+    saved_profiles,
+    settle,
+)
 
 
 def test_main_screen(snap_compare) -> None:  # type: ignore[no-untyped-def]
@@ -25,3 +39,30 @@ def test_paste_modal(snap_compare) -> None:  # type: ignore[no-untyped-def]
 def test_narrow_layout(snap_compare) -> None:  # type: ignore[no-untyped-def]
     app = make_app(oracle=FakeOracle(), gpu_spec="H100x8", argv=DP_LINE)
     assert snap_compare(app, terminal_size=(80, 24), run_before=focus_findings)
+
+
+def test_card_at_80x24(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    app = make_app(oracle=FakeOracle(), gpu_spec="H100x8", argv=DP_LINE)
+    assert snap_compare(app, terminal_size=(80, 24), run_before=open_card)
+
+
+def test_monitor_ready(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    app = make_app(gpu_spec="H100x8", model="example:llama-3.1-8b", server_factory=FrozenMonitor)
+    app.session.default_python = "/opt/sglang/bin/python"
+    assert snap_compare(app, terminal_size=(160, 50), run_before=monitor_ready)
+
+
+def test_profiles_picker(snap_compare, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    saved_profiles(tmp_path)
+    app = make_app(oracle=FakeOracle(), gpu_spec="H100x8", profile_dir=tmp_path)
+    assert snap_compare(app, terminal_size=(120, 36), run_before=profiles_picker)
+
+
+def test_gpu_dialog(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    app = make_app(oracle=FakeOracle(), gpu_spec="H100x8")
+    assert snap_compare(app, terminal_size=(120, 36), run_before=gpu_dialog)
+
+
+def test_resolved_view(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    app = make_app(oracle=FakeOracle(), gpu_spec="B200x8", argv=["--tp", "2"])
+    assert snap_compare(app, terminal_size=(120, 36), run_before=resolved_view)

@@ -17,12 +17,22 @@ from sglaunch.validators.findings import Finding, Fix
 class CardScreen(ModalScreen[Fix | None]):
     """Dismisses with the fix the user chose, or None."""
 
+    HELP_TITLE = "a finding's card"
+    # the body scrolls from here whatever has the focus (a fix button, at first)
     BINDINGS = [
         Binding("escape", "dismiss_none", "Close"),
+        Binding("f", "fix(0)", "Apply fix"),
         Binding("1", "fix(0)", "Fix 1", show=False),
         Binding("2", "fix(1)", "Fix 2", show=False),
         Binding("3", "fix(2)", "Fix 3", show=False),
         Binding("g", "goto", "Go to flag"),
+        Binding("f1,question_mark", "app.show_keys", "Keys"),
+        Binding("up", "scroll(-1)", "Scroll", show=False),
+        Binding("down", "scroll(1)", "Scroll", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("home", "edge(0)", "Top", show=False),
+        Binding("end", "edge(1)", "Bottom", show=False),
     ]
 
     def __init__(self, finding: Finding, card: Card, before: str, afters: list[str]) -> None:
@@ -77,6 +87,7 @@ class CardScreen(ModalScreen[Fix | None]):
                     yield Static(
                         Text("related: " + ", ".join(c.related), style="dim"), classes="card-source"
                     )
+            yield Static(Text(self.keys_line(), style="dim"), id="card-keys")
             with Horizontal(id="card-fixes"):
                 for i, fix in enumerate(f.fixes[:3]):
                     yield Button(
@@ -85,6 +96,40 @@ class CardScreen(ModalScreen[Fix | None]):
                         variant="primary" if i == 0 else "default",
                     )
                 yield Button("Close (esc)", id="card-close")
+
+    def keys_line(self) -> str:
+        """The keys that work on this card, and only those."""
+        keys = ["↑↓ PgUp PgDn scroll"]
+        if self.finding.fixes:
+            keys.append("f or 1 applies the first fix")
+        if self.finding.flags:
+            keys.append("g goes to the flag")
+        return " · ".join([*keys, "esc closes"])
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "fix":
+            index = parameters[0] if parameters else 0
+            return isinstance(index, int) and index < len(self.finding.fixes)
+        if action == "goto":
+            return bool(self.finding.flags)
+        return True
+
+    def _body(self) -> VerticalScroll:
+        return self.query_one("#card-body", VerticalScroll)
+
+    def action_scroll(self, step: int) -> None:
+        self._body().scroll_relative(y=step, animate=False)
+
+    def action_page(self, step: int) -> None:
+        body = self._body()
+        body.scroll_relative(y=step * max(body.size.height - 1, 1), animate=False)
+
+    def action_edge(self, end: int) -> None:
+        body = self._body()
+        if end:
+            body.scroll_end(animate=False)
+        else:
+            body.scroll_home(animate=False)
 
     def on_mount(self) -> None:
         if self.finding.fixes:

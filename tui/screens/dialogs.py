@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
+from rich.table import Table
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.suggester import Suggester
 from textual.widgets import (
     Button,
-    DataTable,
     Input,
     Label,
     OptionList,
@@ -29,7 +30,9 @@ from sglaunch.errors import UserError
 from sglaunch.examples import EXAMPLES
 from sglaunch.facts.presets import PRESETS
 from sglaunch.flags.launchline import LaunchLine, parse_launch_line
+from sglaunch.session import LaunchSession
 from sglaunch.validators.facts import GpuFacts, GpuMode
+from sglaunch.verdict import Phase, Tone, TwoTier, Verdict
 
 PASTE_HINT = (
     "python3 -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 \\\n"
@@ -40,7 +43,12 @@ PASTE_HINT = (
 class PasteScreen(ModalScreen[LaunchLine | None]):
     """Paste a `python -m sglang.launch_server …` or `sglang serve …` line (backslashes welcome)."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("ctrl+s", "load", "Load")]
+    HELP_TITLE = "paste a launch line"
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel"),
+        Binding("ctrl+s", "load", "Load"),
+        Binding("f1", "app.show_keys", "Keys"),
+    ]
 
     def compose(self) -> ComposeResult:
         with Vertical(id="paste", classes="dialog"):
@@ -59,7 +67,7 @@ class PasteScreen(ModalScreen[LaunchLine | None]):
 
     def on_mount(self) -> None:
         area = self.query_one("#paste-text", TextArea)
-        area.placeholder = PASTE_HINT  # type: ignore[attr-defined]
+        area.placeholder = PASTE_HINT
         area.focus()
 
     def action_load(self) -> None:
@@ -116,7 +124,8 @@ class PathSuggester(Suggester):
 class OpenModelScreen(ModalScreen[str | None]):
     """A folder (with completion), a cached Hugging Face repo id, or a bundled example."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    HELP_TITLE = "open a model"
+    BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("f1", "app.show_keys", "Keys")]
 
     def __init__(self, cached_repos: Iterable[str] = (), current: str | None = None) -> None:
         super().__init__()
@@ -173,7 +182,8 @@ class OpenModelScreen(ModalScreen[str | None]):
 class GpuScreen(ModalScreen["GpuChoice | None"]):
     """Pick which GPUs to use (CUDA_VISIBLE_DEVICES), or a planning preset."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    HELP_TITLE = "choose GPUs"
+    BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("f1", "app.show_keys", "Keys")]
 
     def __init__(self, gpu: GpuFacts, real: GpuFacts | None, visible: str | None) -> None:
         super().__init__()
@@ -229,6 +239,7 @@ class GpuScreen(ModalScreen["GpuChoice | None"]):
                 yield Button("Cancel", id="gpu-cancel")
 
     @on(Button.Pressed, "#gpu-apply")
+    @on(Input.Submitted, "#gpu-count")
     def _apply(self) -> None:
         preset = self.query_one("#gpu-preset", Select).value
         count = self.query_one("#gpu-count", Input).value.strip() or "1"
@@ -241,11 +252,10 @@ class GpuScreen(ModalScreen["GpuChoice | None"]):
                 return
             self.dismiss(GpuChoice(preset=f"{preset}x{count}"))
             return
-        try:
-            sel = self.query_one("#gpu-select", SelectionList)
-        except Exception:
+        if not has_real:
             self.dismiss(None)
             return
+        sel = self.query_one("#gpu-select", SelectionList)
         chosen = sorted(sel.selected)
         if not chosen:
             self.query_one("#gpu-error", Label).update(Text("choose at least one GPU", style="red"))
@@ -263,56 +273,116 @@ class GpuChoice:
         self.visible = visible
 
 
+@dataclass(frozen=True)
+class ResolvedView:
+    """What the resolved view shows: sglang's own changes, or the built-in tier's, and why."""
+
+    source: str  # where the list comes from
+    verdict: str  # sglang rejects it (with the error), or its check is unavailable (why)
+    tone: str  # the verdict line's style
+    changes: Mapping[str, tuple[object, object]]
+    explicit: frozenset[str]
+    hidden: int = 0
+
+
+def resolved_view(session: LaunchSession, verdict: Verdict, tiers: TwoTier) -> ResolvedView:
+    answer = verdict.answer
+    explicit = frozenset(session.flags)
+    builtin = dict(verdict.builtin.changes)
+    version = tiers.version or ""
+    if answer is not None and answer.ok:
+        from sglaunch.oracle.findings import meaningful_changes
+
+        asked = frozenset(answer.explicit) | explicit
+        changes = meaningful_changes(answer, set(asked))
+        return ResolvedView(
+            source=f"from sglang {version}'s own resolution",
+            verdict=f"sglang {version} accepts this launch",
+            tone="green",
+            changes=changes,
+            explicit=asked,
+            # ports, the random seed, bookkeeping, features that stay off
+            hidden=len(answer.changed) - len(changes),
+        )
+    if answer is not None:
+        error = answer.error.message if answer.error is not None else "it raised"
+        return ResolvedView(
+            source="predicted by the built-in rules: sglang stops before it resolves the rest",
+            verdict=f"sglang {version} rejects this launch: {error}",
+            tone="red",
+            changes=builtin,
+            explicit=explicit,
+        )
+    if tiers.phase in (Phase.OFF, Phase.UNAVAILABLE) or verdict.tone is Tone.WARN:
+        why = verdict.status.removesuffix(" — built-in rules only")
+        line = why if why.startswith("sglang check") else f"sglang's check is unavailable: {why}"
+    else:
+        line = "sglang has not answered yet (this view shows the built-in prediction)"
+    return ResolvedView(
+        source="predicted by the built-in rules",
+        verdict=line,
+        tone="yellow",
+        changes=builtin,
+        explicit=explicit,
+    )
+
+
 class ResolvedScreen(ModalScreen[None]):
-    """Every field sglang will change: you asked → sglang will use."""
+    """Every field sglang will change: you asked → sglang will use. Long values wrap."""
 
-    BINDINGS = [Binding("escape", "close", "Close")]
+    HELP_TITLE = "what sglang will change"
+    BINDINGS = [
+        Binding("escape", "close", "Close"),
+        Binding("f1,question_mark", "app.show_keys", "Keys"),
+    ]
 
-    def __init__(
-        self,
-        changes: dict[str, tuple[object, object]],
-        source: str,
-        *,
-        explicit: set[str] | None = None,
-        hidden: int = 0,
-    ) -> None:
+    def __init__(self, view: ResolvedView) -> None:
         super().__init__()
-        self.changes = changes
-        self.source = source
-        # fields on the command line; for the rest "you asked" is sglang's default
-        self.explicit = explicit
-        self.hidden = hidden
+        self.view = view
 
     def compose(self) -> ComposeResult:
+        v = self.view
         with Vertical(id="resolved", classes="dialog"):
             yield Static(
-                Text.assemble(("What sglang will change  ", "bold"), (self.source, "dim")),
+                Text.assemble(("What sglang will change  ", "bold"), (v.source, "dim")),
                 classes="dialog-title",
             )
-            table: DataTable[str] = DataTable(id="resolved-table", cursor_type="row")
-            yield table
-            if self.hidden:
+            yield Static(Text(v.verdict, style=v.tone), id="resolved-verdict")
+            with VerticalScroll(id="resolved-body"):
+                yield Static(self._table(), id="resolved-table")
+            if v.hidden:
                 yield Static(
                     Text(
-                        f"{self.hidden} more not shown: ports, the random seed, sglang's "
+                        f"{v.hidden} more not shown: ports, the random seed, sglang's "
                         "bookkeeping, and features that stay off",
                         style="dim",
                     )
                 )
             yield Button("Close (esc)", id="resolved-close")
 
-    def on_mount(self) -> None:
-        table = self.query_one("#resolved-table", DataTable)
-        table.add_columns("field", "you asked", "sglang will use")
-        for field, (asked, value) in sorted(self.changes.items()):
-            if self.explicit is not None and field not in self.explicit:
+    def rows(self) -> list[tuple[str, str, str]]:
+        """(field, you asked, sglang will use), as shown."""
+        v = self.view
+        out = []
+        for field, (asked, value) in sorted(v.changes.items()):
+            if field not in v.explicit:
                 shown = "(unset)" if asked is None else f"(unset: default {asked})"
             else:
                 shown = "(unset)" if asked is None else str(asked)
-            table.add_row(field, shown, str(value))
-        if not self.changes:
-            table.add_row("—", "nothing changes", "—")
-        table.focus()
+            out.append((field, shown, str(value)))
+        return out or [("—", "nothing changes", "—")]
+
+    def _table(self) -> Table:
+        table = Table(expand=True, box=None, show_edge=False, pad_edge=False)
+        table.add_column("field", style="bold", overflow="fold", ratio=2)
+        table.add_column("you asked", overflow="fold", ratio=2)
+        table.add_column("sglang will use", overflow="fold", ratio=3)
+        for row in self.rows():
+            table.add_row(*row)
+        return table
+
+    def on_mount(self) -> None:
+        self.query_one("#resolved-body", VerticalScroll).focus()
 
     @on(Button.Pressed, "#resolved-close")
     def action_close(self) -> None:

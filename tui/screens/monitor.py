@@ -12,21 +12,20 @@ import re
 import shutil
 import subprocess
 from collections import deque
-from collections.abc import Callable
 from typing import Any
 
 from rich.console import Group as RichGroup
 from rich.table import Table
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Log, ProgressBar, Sparkline, Static
 
 from sglaunch.runtime import (
+    Diagnosis,
     EventKind,
     LaunchSpec,
     Monitor,
@@ -35,7 +34,7 @@ from sglaunch.runtime import (
     Phase,
     Status,
 )
-from sglaunch.session import LaunchSession
+from sglaunch.tui.server import ServerControl
 from sglaunch.tui.widgets.panels import bar
 
 # what the start-up timeline shows, in order (launched is implied)
@@ -54,19 +53,6 @@ MESSAGE_CHARS = 240  # sglang's exception text in the failure box; all of it is 
 # (server.log keeps them)
 _PROBE_LINE = re.compile(r'"GET /(?:ready|metrics|health|health_generate|v1/loads|server_info)[ ?]')
 CHART_POINTS = 120
-
-
-class MonitorUpdate(Message):
-    def __init__(self, event: MonitorEvent) -> None:
-        super().__init__()
-        self.event = event
-
-
-class LaunchFailed(Message):
-    def __init__(self, message: str, diagnosis: Any = None) -> None:
-        super().__init__()
-        self.message = message
-        self.diagnosis = diagnosis
 
 
 class PhaseRow(Horizontal):
@@ -120,27 +106,17 @@ class MonitorScreen(Screen[None]):
         Binding("x", "apply_fix", "Apply fix & edit"),
     ]
 
-    def __init__(
-        self,
-        factory: Any,
-        spec: LaunchSpec,
-        session: LaunchSession | None = None,
-        respec: Callable[[], LaunchSpec] | None = None,
-    ) -> None:
+    HELP_TITLE = "the monitor"
+
+    def __init__(self, control: ServerControl) -> None:
         super().__init__()
-        self.factory = factory
-        self.spec = spec
-        self.session = session
-        # builds the launch again from the editor (flags, env, GPUs, secrets) for a restart
-        self.respec = respec
-        self.monitor: Monitor | None = None
+        self.control = control
         self.state = MonitorState()
         self.seq = 0
         self.follow = True
         self.throughput: deque[float] = deque(maxlen=CHART_POINTS)
         self.requests: deque[float] = deque(maxlen=CHART_POINTS)
         self.tokens: deque[float] = deque(maxlen=CHART_POINTS)
-        self._unsubscribe: Any = None
 
     # --- layout ----------------------------------------------------------------------
 
@@ -186,59 +162,36 @@ class MonitorScreen(Screen[None]):
     def on_mount(self) -> None:
         self.query_one("#status-line", Static).update(Text("starting…", style="dim"))
         self.set_interval(0.25, self._pull_log)
-        self.start_server()
 
-    # --- the server ----------------------------------------------------------------------
+    @property
+    def monitor(self) -> Monitor | None:
+        return self.control.monitor
 
-    @work(thread=True, exclusive=True, group="server")
-    def start_server(self) -> None:
-        self._start(self.spec)
+    # --- what the App tells us ----------------------------------------------------------
 
-    def _start(self, spec: LaunchSpec) -> None:
-        """A monitor from the factory for `spec`, started (runs in a worker thread)."""
-        from sglaunch.errors import UserError
-
-        try:
-            monitor = self.factory(spec)
-            self._unsubscribe = monitor.subscribe(lambda ev: self.post_message(MonitorUpdate(ev)))
-            self.monitor = monitor
-            monitor.start()
-        except UserError as exc:
-            self.post_message(LaunchFailed(exc.message, getattr(exc, "diagnosis", None)))
-
-    @work(thread=True, exclusive=True, group="server-stop")
-    def _stop_server(self, restart: LaunchSpec | None = None) -> None:
-        monitor = self.monitor
-        if monitor is None:
+    def starting(self, spec: LaunchSpec) -> None:
+        """A new start of the server: a clean slate (a restart keeps the screen)."""
+        self.state = MonitorState()
+        if not self.is_mounted:
             return
-        monitor.stop(wait=restart is not None)
-        if restart is not None:
-            # a new monitor through the factory: a new run directory, and whatever the
-            # factory adds to a launch applies to this one too
-            if self._unsubscribe is not None:
-                self._unsubscribe()
-            self._start(restart)
+        for phase in TIMELINE:
+            self.query_one(f"#phase-{phase.value}", PhaseRow).set_state("pending")
+        self.query_one("#failure", Static).remove_class("-shown")
+        self.query_one("#log", Log).clear()
+        self.seq = 0
+        self.query_one("#status-line", Static).update(Text("starting…", style="dim"))
 
-    def stop_and_wait(self) -> None:
-        """For the app's exit path: stop the server tree, blocking (call from a thread)."""
-        if self.monitor is not None:
-            with contextlib.suppress(Exception):
-                self.monitor.stop(wait=True)
-
-    @on(LaunchFailed)
-    def _launch_failed(self, message: LaunchFailed) -> None:
+    def not_started(self, message: str, diagnosis: Diagnosis | None) -> None:
         self.state.status = Status.FAILED
-        self._show_failure(message.diagnosis, message.message)
+        self._show_failure(diagnosis, message)
         self.query_one("#status-line", Static).update(
-            Text(f"✗ not started: {message.message}", style="bold red")
+            Text(f"✗ not started: {message}", style="bold red")
         )
 
-    @on(MonitorUpdate)
-    def _update(self, message: MonitorUpdate) -> None:
-        if self.monitor is None:
+    def server_event(self, ev: MonitorEvent, state: MonitorState) -> None:
+        self.state = state
+        if not self.is_mounted:
             return
-        ev = message.event
-        self.state = self.monitor.snapshot()
         if ev.kind in (
             EventKind.PHASE,
             EventKind.PROGRESS,
@@ -257,11 +210,25 @@ class MonitorScreen(Screen[None]):
         if ev.kind in (EventKind.FAILURE, EventKind.EXITED) and self.state.diagnosis is not None:
             self._show_failure(self.state.diagnosis, "")
             self.refresh_bindings()
-        self._draw_status(ev)
+        self._draw_status()
+
+    def on_screen_resume(self) -> None:
+        # back from the editor: draw what happened meanwhile
+        mon = self.monitor
+        if mon is None:
+            return
+        self.state = mon.snapshot()
+        self._draw_phases()
+        self._draw_summary()
+        self._draw_load()
+        self._draw_gpus()
+        self._draw_status()
+        if self.state.diagnosis is not None and self.state.status.finished:
+            self._show_failure(self.state.diagnosis, "")
 
     # --- drawing ---------------------------------------------------------------------
 
-    def _draw_status(self, ev: MonitorEvent | None = None) -> None:
+    def _draw_status(self) -> None:
         s = self.state
         styles = {
             Status.STARTING: "yellow",
@@ -373,7 +340,9 @@ class MonitorScreen(Screen[None]):
         if load.cache_hit_rate is not None:
             t.add_row("cache hits", f"{load.cache_hit_rate:.0%}")
         for name, lat in (("TTFT", load.ttft), ("ITL", load.itl)):
-            if lat is not None and lat.count and None not in (lat.p50, lat.p90, lat.p99):
+            if lat is None or not lat.count:
+                continue
+            if lat.p50 is not None and lat.p90 is not None and lat.p99 is not None:
                 t.add_row(
                     name,
                     f"p50 {lat.p50 * 1000:.0f} · p90 {lat.p90 * 1000:.0f} · p99 {lat.p99 * 1000:.0f} ms",
@@ -471,49 +440,39 @@ class MonitorScreen(Screen[None]):
         self.follow = True
 
     def action_stop(self) -> None:
-        if self.monitor is not None and not self.state.status.finished:
-            self.notify("stopping the server (SIGTERM, then SIGKILL)", timeout=4)
-            self._stop_server()
+        self.control.stop()
 
     def action_restart(self) -> None:
         """Restart with the flags as they are now in the editor."""
-        if self.monitor is None:
-            return
         from sglaunch.errors import UserError
 
+        launch_spec = getattr(self.app, "launch_spec", None)
         try:
-            spec = self.respec() if self.respec is not None else self.spec
+            spec = launch_spec() if launch_spec is not None else self.control.spec
         except UserError as exc:  # e.g. a secret's variable is no longer set
             self.notify(exc.message, title="Not restarted", severity="error", timeout=10)
             return
-        self.spec = spec
-        for phase in TIMELINE:
-            self.query_one(f"#phase-{phase.value}", PhaseRow).set_state("pending")
-        self.query_one("#failure", Static).remove_class("-shown")
-        self.query_one("#log", Log).clear()
-        self.seq = 0
+        if spec is None:
+            return
         self.notify("restarting with the current flags", timeout=4)
-        self._stop_server(spec)
+        self.control.restart(spec)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "apply_fix":
             # shown only when the failure has a fix to apply
             diagnosis = self.state.diagnosis
-            return bool(diagnosis is not None and diagnosis.fixes and self.session is not None)
+            return bool(diagnosis is not None and diagnosis.fixes)
         return True
 
     def action_apply_fix(self) -> None:
         """Apply the diagnosis' first fix to the flags and go back to the editor to relaunch."""
         diagnosis = self.state.diagnosis
-        if diagnosis is None or not diagnosis.fixes or self.session is None:
+        if diagnosis is None or not diagnosis.fixes:
             return
-        fix = diagnosis.fixes[0]
         self.app.pop_screen()
         apply_fix = getattr(self.app, "apply_fix", None)
         if apply_fix is not None:
-            apply_fix(fix)
-        else:
-            self.session.apply_fix(fix)
+            apply_fix(diagnosis.fixes[0])
 
     def action_edit(self) -> None:
         """Back to the editor; the server keeps running (ctrl+l there restarts it)."""
@@ -535,8 +494,3 @@ class MonitorScreen(Screen[None]):
                 )
         self.app.copy_to_clipboard(run_dir)
         self.notify(f"{run_dir} (copied)", title="Run directory", timeout=6)
-
-    def on_unmount(self) -> None:
-        if self._unsubscribe is not None:
-            with contextlib.suppress(Exception):
-                self._unsubscribe()

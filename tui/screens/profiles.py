@@ -25,8 +25,10 @@ class ProfileAction:
 class ProfilesScreen(ModalScreen[ProfileAction | None]):
     """Lists the saved profiles; the App performs what the user picks."""
 
+    HELP_TITLE = "profiles"
     BINDINGS = [
         Binding("escape", "cancel", "Close"),
+        Binding("f1", "app.show_keys", "Keys"),
         Binding("enter", "load", "Load", show=False),
         Binding("ctrl+d", "delete", "Delete"),
         Binding("ctrl+f", "diff", "Diff with current"),
@@ -39,8 +41,10 @@ class ProfilesScreen(ModalScreen[ProfileAction | None]):
         diff_with: Any,
         *,
         save_as: str | None = None,
+        note: str = "",
     ) -> None:
         super().__init__()
+        self.note = note  # why the dialog opened, when it is not obvious (a model change)
         self.infos = infos
         self.current = current
         # opened to save (ctrl+s on an unnamed launch): the name field, with a suggestion
@@ -51,6 +55,8 @@ class ProfilesScreen(ModalScreen[ProfileAction | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="profiles", classes="dialog"):
             yield Static(Text("Profiles", style="bold"), classes="dialog-title")
+            if self.note:
+                yield Static(Text(self.note, style="yellow"), id="profile-note")
             options = []
             for info in self.infos:
                 when = (

@@ -123,7 +123,7 @@ class FlagEditor(Vertical):
         self.rebuild()
 
     def on_resize(self) -> None:
-        total = self.query_one("#flag-table", RowList).size.width
+        total = self.query_one("#flag-table", RowList).line_width
         widths = column_widths(total)
         if widths != self.widths and total:
             self.widths = widths
@@ -265,13 +265,11 @@ class FlagEditor(Vertical):
         key = event.key
         if key.startswith("group:"):
             return
-        spec = self.schema.get(key)
-        if spec is not None and spec.is_bool:
-            self.action_toggle()
-        else:
-            self.query_one(FlagDetail).focus_control()
+        # Enter edits, never toggles: an on/off flag's switch takes the focus, and Space
+        # (or Enter there) turns it; a stray Enter must not turn on --trust-remote-code
+        self.query_one(FlagDetail).focus_control()
 
-    def action_toggle(self) -> None:
+    def action_toggle(self) -> None:  # type: ignore[override]  # no attribute: the current flag
         if self.current is None:
             return
         spec = self.schema.get(self.current)
@@ -286,6 +284,15 @@ class FlagEditor(Vertical):
     def action_reset(self) -> None:
         if self.current is not None and self.current in self.values:
             self.post_message(self.Edited(self.current, None))
+
+    def clear_search(self) -> None:
+        """Show every flag again (after a paste or a profile load: none may hide)."""
+        search = self.query_one("#flag-search", Input)
+        if search.value or self.query_text:
+            with search.prevent(Input.Changed):
+                search.value = ""
+            self.query_text = ""
+            self.rebuild()
 
     def focus_search(self) -> None:
         search = self.query_one("#flag-search", Input)

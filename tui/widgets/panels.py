@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Group as RichGroup
+from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
@@ -32,7 +33,7 @@ class GpuPanel(Static):
         if probing:
             self.update(Text("probing GPUs through NVML…", style="dim"))
             return
-        lines: list = []  # type: ignore[type-arg]
+        lines: list[RenderableType] = []
         if gpu.mode is GpuMode.PLANNING:
             lines.append(
                 Text.assemble(
@@ -95,7 +96,14 @@ class ModelPanel(Static):
     """Architecture, shape, context, dtype, weights, SALA facts and the remote-code status."""
 
     def show_loading(self, source: str) -> None:
+        self.set_class(False, "-error")
         self.update(Text(f"loading {source}…", style="dim"))
+
+    def show_empty(self) -> None:
+        self.set_class(False, "-error")
+        self.update(
+            Text("no model yet: ctrl+o opens a folder, a cached repo or an example", style="dim")
+        )
 
     def show_error(self, source: str, message: str, *, kept: str | None = None) -> None:
         self.set_class(True, "-error")
@@ -166,4 +174,5 @@ class CommandPreview(Static):
     def show(self, text: str, *, mode: str) -> None:
         label = "launch command" if mode == "command" else "sglang --config YAML"
         self.border_title = f"{label}  (c copy · y toggle)"
+        self.set_class(mode == "yaml", "-yaml")
         self.update(Text(text))

@@ -166,9 +166,14 @@ class RowList(ScrollView, can_focus=True):
 
     # --- rendering ------------------------------------------------------------------
 
+    @property
+    def line_width(self) -> int:
+        """Cells a row may use: the content width less the vertical scrollbar."""
+        return self.scrollable_content_region.width
+
     def render_line(self, y: int) -> Strip:
         index = y + self.scroll_offset.y
-        width = self.size.width
+        width = self.line_width
         base = self.rich_style
         if index >= len(self._keys):
             return Strip.blank(width, base)

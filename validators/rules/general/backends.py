@@ -124,7 +124,8 @@ def backend_arch(inp: CheckInput) -> Iterator[Finding]:
     elif decode == "trtllm_mha" and prefill != "trtllm_mha" and not trtllm_ok:
         asked = _backend_flags(inp, "trtllm_mha")
         if asked:
-            flags, fixes, why = asked, (_replace_backend(inp, "trtllm_mha", "flashinfer"),), ""
+            flags, why = asked, ""
+            fixes: tuple[Fix, ...] = (_replace_backend(inp, "trtllm_mha", "flashinfer"),)
         else:
             # nobody asked for trtllm_mha: --kv-cache-dtype nvfp4 made sglang pick it
             flags = ("kv_cache_dtype",)

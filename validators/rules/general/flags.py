@@ -11,13 +11,13 @@ from collections.abc import Iterator
 
 from sglaunch.validators.cards import card
 from sglaunch.validators.engine import rule
-from sglaunch.validators.facts import CheckInput, FlagIssueKind
+from sglaunch.validators.facts import CheckInput, FlagIssue, FlagIssueKind
 from sglaunch.validators.findings import Finding, Fix, Severity
 
 REF = "srt/server_args.py:696 (argparse, parse_args)"
 
 
-def _issues(inp: CheckInput, *kinds: FlagIssueKind) -> Iterator:
+def _issues(inp: CheckInput, *kinds: FlagIssueKind) -> Iterator[FlagIssue]:
     return (i for i in inp.flag_issues if i.kind in kinds)
 
 

@@ -1,0 +1,82 @@
+"""What workers and the runtime tell the App: each message says what happened, past tense.
+
+Workers (threads) and the monitor's callbacks only post these; the App's `@on` handlers
+own the state they change.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from textual.message import Message
+
+if TYPE_CHECKING:
+    from sglaunch.flags.schema import FlagSchema
+    from sglaunch.oracle.answer import OracleStatus
+    from sglaunch.runtime import Diagnosis, MonitorEvent
+    from sglaunch.validators.facts import GpuFacts, ModelFacts
+    from sglaunch.verdict import OracleReply
+
+
+class GpusProbed(Message):
+    def __init__(self, gpu: GpuFacts) -> None:
+        super().__init__()
+        self.gpu = gpu
+
+
+class ModelLoaded(Message):
+    def __init__(self, source: str, facts: ModelFacts, started: float) -> None:
+        super().__init__()
+        self.source = source
+        self.facts = facts
+        self.started = started
+
+
+class ModelFailed(Message):
+    def __init__(self, source: str, message: str) -> None:
+        super().__init__()
+        self.source = source
+        self.message = message
+
+
+class OracleStarted(Message):
+    """sglang's check came up, or said why it cannot (`status` None: no client)."""
+
+    def __init__(self, status: OracleStatus | None) -> None:
+        super().__init__()
+        self.status = status
+
+
+class OracleAnswered(Message):
+    def __init__(self, reply: OracleReply) -> None:
+        super().__init__()
+        self.reply = reply
+
+
+class SchemaLoaded(Message):
+    def __init__(self, schema: FlagSchema) -> None:
+        super().__init__()
+        self.schema = schema
+
+
+class CachedModelsListed(Message):
+    def __init__(self, repos: list[str]) -> None:
+        super().__init__()
+        self.repos = repos
+
+
+class ServerReported(Message):
+    """The running server's monitor sent an event (on its own thread)."""
+
+    def __init__(self, event: MonitorEvent) -> None:
+        super().__init__()
+        self.event = event
+
+
+class ServerNotStarted(Message):
+    """A launch failed before any process ran (port taken, no such program, …)."""
+
+    def __init__(self, message: str, diagnosis: Diagnosis | None = None) -> None:
+        super().__init__()
+        self.message = message
+        self.diagnosis = diagnosis

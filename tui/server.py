@@ -1,0 +1,124 @@
+"""The App's running server: started, restarted and stopped in worker threads.
+
+The App owns the server, not a screen: leaving the monitor (e, or esc) keeps it running and
+followed, and coming back shows it as it is now. The monitor's callbacks run on its own
+threads and only post `ServerReported`; the App hands each event to the monitor screen.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from sglaunch.errors import UserError
+from sglaunch.tui import messages as m
+
+if TYPE_CHECKING:
+    from textual.app import App
+
+    from sglaunch.runtime import Diagnosis, LaunchSpec, Monitor, MonitorEvent
+    from sglaunch.tui.screens.monitor import MonitorScreen
+
+ServerFactory = Callable[["LaunchSpec"], "Monitor"]
+MONITOR = "monitor"
+
+
+def _changed(running: LaunchSpec, wanted: LaunchSpec) -> bool:
+    return (running.argv, dict(running.env), running.python, running.entry) != (
+        wanted.argv,
+        dict(wanted.env),
+        wanted.python,
+        wanted.entry,
+    )
+
+
+class ServerControl:
+    def __init__(self, app: App[int], factory: ServerFactory | None) -> None:
+        self.app = app
+        self.factory = factory
+        self.monitor: Monitor | None = None
+        self.spec: LaunchSpec | None = None
+        self.screen: MonitorScreen | None = None
+        self._unsubscribe: Callable[[], None] | None = None
+
+    def running(self) -> bool:
+        mon = self.monitor
+        return mon is not None and not mon.snapshot().status.finished
+
+    # --- on the event loop ----------------------------------------------------------
+
+    def launch(self, spec: LaunchSpec) -> None:
+        """Show the monitor and start `spec` (a running server restarts with it)."""
+        if self.factory is None:
+            self.app.notify("no server launcher configured", severity="error")
+            return
+        from sglaunch.tui.screens.monitor import MonitorScreen
+
+        if self.screen is None:
+            self.screen = MonitorScreen(self)
+            self.app.install_screen(self.screen, MONITOR)
+        self.app.push_screen(MONITOR)
+        if self.running():
+            if self.spec is None or _changed(self.spec, spec):
+                self.restart(spec)  # the flags were edited: run them
+            return  # the same launch: show it
+        self.screen.starting(spec)
+        self.spec = spec
+        self.app.run_worker(lambda: self._start(spec), thread=True, group="server", exclusive=True)
+
+    def restart(self, spec: LaunchSpec) -> None:
+        """Stop the server and start `spec` in its place: a new run directory."""
+        self.spec = spec
+        if self.screen is not None:
+            self.screen.starting(spec)
+        self.app.run_worker(
+            lambda: self._restart(spec), thread=True, group="server", exclusive=True
+        )
+
+    def stop(self) -> None:
+        mon = self.monitor
+        if mon is not None and not mon.snapshot().status.finished:
+            self.app.notify("stopping the server (SIGTERM, then SIGKILL)", timeout=4)
+            self.app.run_worker(
+                lambda: mon.stop(wait=False), thread=True, group="server-stop", exclusive=True
+            )
+
+    def reported(self, event: MonitorEvent) -> None:
+        if self.screen is not None and self.monitor is not None:
+            self.screen.server_event(event, self.monitor.snapshot())
+
+    def not_started(self, message: str, diagnosis: Diagnosis | None) -> None:
+        if self.screen is not None:
+            self.screen.not_started(message, diagnosis)
+
+    # --- in worker threads ------------------------------------------------------------
+
+    def _start(self, spec: LaunchSpec) -> None:
+        assert self.factory is not None
+        try:
+            monitor = self.factory(spec)
+            self._unsubscribe = monitor.subscribe(self._forward)
+            self.monitor = monitor
+            monitor.start()
+        except UserError as exc:
+            self.app.post_message(m.ServerNotStarted(exc.message, getattr(exc, "diagnosis", None)))
+
+    def _forward(self, event: MonitorEvent) -> None:
+        self.app.post_message(m.ServerReported(event))
+
+    def _restart(self, spec: LaunchSpec) -> None:
+        if self.monitor is not None:
+            self.monitor.stop(wait=True)
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        # a new monitor through the factory: a new run directory, and whatever the
+        # factory adds to a launch applies to this one too
+        self._start(spec)
+
+    def stop_and_wait(self) -> None:
+        """For the exit path: stop the server tree, blocking (call from a thread)."""
+        if self.monitor is not None:
+            with contextlib.suppress(Exception):
+                self.monitor.stop(wait=True)
