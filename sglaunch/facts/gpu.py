@@ -9,7 +9,7 @@ inside the function.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -26,10 +26,11 @@ def _cuda_text(version: int) -> str:
     return f"{version // 1000}.{(version % 1000) // 10}"
 
 
-def _try(fn: Callable[..., Any], *args: Any, default: Any = None) -> Any:
-    """fn(*args), or `default` when NVML raises (a field this GPU or driver lacks)."""
+def _try(nvml: Any, name: str, *args: Any, default: Any = None) -> Any:
+    """nvml.NAME(*args), or `default` when this NVML lacks it or raises (a field this GPU or
+    driver does not report)."""
     try:
-        return fn(*args)
+        return getattr(nvml, name)(*args)
     except Exception:
         return default
 
@@ -113,7 +114,7 @@ def probe_gpus(
             f"NVML error ({_text(exc) or type(exc).__name__})", fallback_preset
         )
     finally:
-        _try(nvml.nvmlShutdown)
+        _try(nvml, "nvmlShutdown")
 
 
 def _milli(value: Any) -> float | None:
@@ -134,14 +135,14 @@ def _init_reason(exc: Exception, nvml: Any) -> str:
 def _read(
     nvml: Any, env: Mapping[str, str], fallback_preset: str, with_processes: bool
 ) -> GpuFacts:
-    driver = _text(_try(nvml.nvmlSystemGetDriverVersion, default=""))
-    cuda_raw = _try(nvml.nvmlSystemGetCudaDriverVersion_v2) or _try(
-        nvml.nvmlSystemGetCudaDriverVersion
+    driver = _text(_try(nvml, "nvmlSystemGetDriverVersion", default=""))
+    cuda_raw = _try(nvml, "nvmlSystemGetCudaDriverVersion_v2") or _try(
+        nvml, "nvmlSystemGetCudaDriverVersion"
     )
     cuda = _cuda_text(int(cuda_raw)) if cuda_raw else ""
     total = int(nvml.nvmlDeviceGetCount())
     handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(total)]
-    uuids = [_text(_try(nvml.nvmlDeviceGetUUID, h, default="")) for h in handles]
+    uuids = [_text(_try(nvml, "nvmlDeviceGetUUID", h, default="")) for h in handles]
     visible = visible_indices(env.get("CUDA_VISIBLE_DEVICES"), uuids)
     order = list(range(total)) if visible is None else visible
     if total == 0:
@@ -156,16 +157,16 @@ def _read(
         h = handles[phys]
         mem = nvml.nvmlDeviceGetMemoryInfo(h)
         major, minor = nvml.nvmlDeviceGetCudaComputeCapability(h)
-        rates = _try(nvml.nvmlDeviceGetUtilizationRates, h)
+        rates = _try(nvml, "nvmlDeviceGetUtilizationRates", h)
         util = getattr(rates, "gpu", None)
-        temp = _try(nvml.nvmlDeviceGetTemperature, h, getattr(nvml, "NVML_TEMPERATURE_GPU", 0))
-        power = _milli(_try(nvml.nvmlDeviceGetPowerUsage, h))
-        limit = _milli(_try(nvml.nvmlDeviceGetEnforcedPowerLimit, h))
-        pci = _try(nvml.nvmlDeviceGetPciInfo, h)
+        temp = _try(nvml, "nvmlDeviceGetTemperature", h, getattr(nvml, "NVML_TEMPERATURE_GPU", 0))
+        power = _milli(_try(nvml, "nvmlDeviceGetPowerUsage", h))
+        limit = _milli(_try(nvml, "nvmlDeviceGetEnforcedPowerLimit", h))
+        pci = _try(nvml, "nvmlDeviceGetPciInfo", h)
         bus = _text(pci.busId) if pci is not None else ""
         procs: tuple[GpuProcess, ...] = ()
         if with_processes:
-            raw = _try(nvml.nvmlDeviceGetComputeRunningProcesses, h, default=[]) or []
+            raw = _try(nvml, "nvmlDeviceGetComputeRunningProcesses", h, default=[]) or []
             procs = tuple(
                 GpuProcess(
                     pid=int(p.pid),

@@ -1,0 +1,1 @@
+"""The stand-in sglang server, split by concern; `tests/fake_sglang_server.py` runs it."""
