@@ -12,6 +12,7 @@ and one built-in-only check runs first, as an installed sglaunch has its .pyc.
 from __future__ import annotations
 
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -29,8 +30,10 @@ class CheckTimes:
     warm_median_s: float
     warm_p95_s: float
     warm_runs: int
+    warm_cpu_s: float  # the check process's own CPU (user + system), median: load-independent
     cold_s: float
     in_process_s: float
+    load: float  # the 1-minute load average when the warm runs ended
 
     @property
     def within_budget(self) -> bool:
@@ -55,10 +58,16 @@ def _command(python: str, *extra: str) -> list[str]:
     ]
 
 
+_CPU: list[float] = []
+
+
 def _timed(cmd: list[str], env: dict[str, str], *, verdict: bool = True) -> float:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     elapsed = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    _CPU.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     if verdict and "rejected by sglang" not in done.stderr:
         tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise RuntimeError(f"the check did not get sglang's verdict: {tail}")
@@ -80,7 +89,10 @@ def time_check_processes(python: str, warm_runs: int = 10) -> CheckTimes:
         _timed(_command(python, "--no-oracle"), env, verdict=False)  # writes the bytecode
         in_process = _timed(_command(python, "--no-oracle-service"), env)
         cold = _timed(_command(python), env)
+        _CPU.clear()
         warm = sorted(_timed(_command(python), env) for _ in range(max(warm_runs, 1)))
+        cpu = statistics.median(_CPU)
+        load = os.getloadavg()[0]
     finally:
         _stop(folder)
         with_files = list(folder.iterdir())
@@ -92,6 +104,8 @@ def time_check_processes(python: str, warm_runs: int = 10) -> CheckTimes:
         warm_median_s=statistics.median(warm),
         warm_p95_s=p95,
         warm_runs=len(warm),
+        warm_cpu_s=cpu,
         cold_s=cold,
         in_process_s=in_process,
+        load=load,
     )

@@ -161,6 +161,8 @@ def main() -> int:
         "speedup": round(reject_s * 1000 / median, 1),
         "check_warm_median_s": round(checks.warm_median_s, 3),
         "check_warm_p95_s": round(checks.warm_p95_s, 3),
+        "check_warm_cpu_s": round(checks.warm_cpu_s, 3),
+        "load_average": round(checks.load, 2),
         "check_cold_service_s": round(checks.cold_s, 2),
         "check_in_process_s": round(checks.in_process_s, 2),
         "check_speedup": round(reject_s / checks.warm_median_s, 1),
@@ -179,7 +181,8 @@ def main() -> int:
     print(f"ratio                    the warm oracle answers {numbers['speedup']}x sooner")
     print(
         f"`sglaunch check` process  warm service: median {checks.warm_median_s:.3f} s, "
-        f"p95 {checks.warm_p95_s:.3f} s ({checks.warm_runs} runs; budget {BUDGET_S:g} s); "
+        f"p95 {checks.warm_p95_s:.3f} s ({checks.warm_runs} runs; budget {BUDGET_S:g} s), "
+        f"its own CPU {checks.warm_cpu_s:.3f} s, load average {checks.load:.1f}; "
         f"cold service {checks.cold_s:.2f} s; --no-oracle-service {checks.in_process_s:.2f} s"
     )
     print(
