@@ -236,20 +236,25 @@ class FlagFacts:
 
 
 def load_flag_facts(
-    python: str | None = None, named: str | None = None, *, read_installed: bool = True
+    python: str | None = None,
+    named: str | None = None,
+    *,
+    read_installed: bool = True,
+    known: str | None = None,
 ) -> FlagFacts:
     """The schema and the active release for a check.
 
     `read_installed`: read the installed sglang's own flags (cached per
     interpreter and version; seconds the first time). Without it (--no-oracle)
     only its version is asked, and the bundled schema of that release is used.
+    `known`: the installed version, when a warm oracle service already said it.
     """
     from sglaunch.flags.schema import bundled_schema
 
     if read_installed:
         from sglaunch.oracle.schema_cache import load_flag_schema
 
-        lookup = load_flag_schema(python)
+        lookup = load_flag_schema(python, version=known)
         if lookup.version is not None:
             active = choose(lookup.version, named, python=lookup.python)
             if lookup.failed:

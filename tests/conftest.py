@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -75,3 +78,24 @@ def _isolated_home(
     home = tmp_path_factory.mktemp("sglaunch-home")
     monkeypatch.setenv("SGLAUNCH_HOME", str(home))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _oracle_service_folder() -> Iterator[Path]:
+    """The shared oracle services of this run live in one private folder (a short path, as
+    sockets need) and idle out after 30 s; none outlives the run."""
+    from sglaunch.oracle.ipc import IDLE_ENV, RUNTIME_ENV
+    from sglaunch.oracle.service_admin import stop_services
+
+    folder = Path(tempfile.mkdtemp(prefix="sglaunch-tests-"))
+    saved = {name: os.environ.get(name) for name in (RUNTIME_ENV, IDLE_ENV)}
+    os.environ[RUNTIME_ENV] = str(folder)
+    os.environ[IDLE_ENV] = "30"
+    yield folder
+    stop_services(folder=folder, wait=5.0)
+    shutil.rmtree(folder, ignore_errors=True)
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value

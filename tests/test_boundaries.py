@@ -60,6 +60,10 @@ def test_validators_import_loads_nothing_heavy() -> None:
         "sglaunch.checking",
         "sglaunch.facts.model",
         "sglaunch.facts.gpu",
+        "sglaunch.oracle.service_client",
+        "sglaunch.oracle.service",
+        "sglaunch.cli.runs",
+        "sglaunch.runtime.runs",
     ],
 )
 def test_headless_modules_load_nothing_heavy(module: str) -> None:

@@ -76,7 +76,11 @@ def run(args: argparse.Namespace, *, err: TextIO | None = None) -> int:
     _warn_drift(profile, gpu, out)
     _say_version_changes(profile, session, out)
 
-    tiers = TwoTier(_oracle(python) if not args.no_oracle else None)
+    tiers = TwoTier(
+        _oracle(python, not getattr(args, "no_oracle_service", False))
+        if not args.no_oracle
+        else None
+    )
     if args.no_oracle:
         tiers.switch_off("skipped (--no-oracle)")
     try:
@@ -191,10 +195,10 @@ def _say_version_changes(profile: Profile, session: LaunchSession, out: _Out) ->
         out.say(line if line.startswith("  ") else f"! {line}", "33")
 
 
-def _oracle(python: str | None) -> Any:
-    from sglaunch.oracle.client import Oracle
+def _oracle(python: str | None, use_service: bool = True) -> Any:
+    from sglaunch.oracle.service_client import connect
 
-    return Oracle(python=python)
+    return connect(python, use_service=use_service)
 
 
 def _warn_drift(profile: Profile, gpu: GpuFacts, out: _Out) -> None:

@@ -68,6 +68,11 @@ def parser() -> Parser:
         help="check for this sglang release (0.5.19 to 0.5.23) when none is installed; "
         "an installed sglang's own version always wins",
     )
+    p.add_argument(
+        "--no-oracle-service",
+        action="store_true",
+        help="start sglang's check in this process instead of asking the shared, warm service",
+    )
     return p
 
 
@@ -118,6 +123,7 @@ def run(argv: Sequence[str]) -> int:
         sglang_python=args.sglang_python,
         oracle_timeout=args.oracle_timeout,
         sglang_version=args.sglang_version,
+        use_service=not args.no_oracle_service,
     )
 
 
@@ -132,6 +138,7 @@ def check_command(
     sglang_python: str | None,
     oracle_timeout: float,
     sglang_version: str | None = None,
+    use_service: bool = True,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
@@ -140,8 +147,12 @@ def check_command(
 
     out = out or sys.stdout
     err = err or sys.stderr
-    # which sglang release the verdict is for, and its flags (sglaunch/versions.py)
-    facts = load_flag_facts(sglang_python, parse_named(sglang_version), read_installed=use_oracle)
+    # which sglang release the verdict is for, and its flags (sglaunch/versions.py); a warm
+    # oracle service already knows the installed version, which saves starting sglang to ask
+    known = _known_version(sglang_python) if use_oracle and use_service else None
+    facts = load_flag_facts(
+        sglang_python, parse_named(sglang_version), read_installed=use_oracle, known=known
+    )
     schema, active = facts.schema, facts.active
     sglang_argv, line_env = split_launch(sglang_tokens)
     if any(t == "--config" or t.startswith("--config=") for t in sglang_argv):
@@ -165,7 +176,7 @@ def check_command(
     t0 = time.perf_counter()
     session.validate()  # timed on its own: what one re-check costs
     builtin_ms = (time.perf_counter() - t0) * 1000
-    tiers = TwoTier(_oracle(sglang_python, oracle_timeout) if use_oracle else None)
+    tiers = TwoTier(_oracle(sglang_python, oracle_timeout, use_service) if use_oracle else None)
     if not use_oracle:
         tiers.switch_off("skipped (--no-oracle)")
     gpu = session.gpu
@@ -248,10 +259,16 @@ def _print_json(
     out.flush()
 
 
-def _oracle(sglang_python: str | None, timeout: float) -> OracleClient:
-    from sglaunch.oracle.client import Oracle
+def _known_version(sglang_python: str | None) -> str | None:
+    from sglaunch.oracle.service_client import known_sglang_version
 
-    return Oracle(python=sglang_python, timeout=timeout)
+    return known_sglang_version(sglang_python)
+
+
+def _oracle(sglang_python: str | None, timeout: float, use_service: bool = True) -> OracleClient:
+    from sglaunch.oracle.service_client import connect
+
+    return connect(sglang_python, use_service=use_service, timeout=timeout)
 
 
 def _json_default(value: Any) -> Any:

@@ -7,7 +7,8 @@
     sglaunch explain TEXT-OR-CODE
     sglaunch --profile NAME --apply [--fix] [--detach] [--json]
     sglaunch profiles list | show | export | import | delete | diff
-    sglaunch oracle setup | status
+    sglaunch oracle setup | status | stop
+    sglaunch runs list | show RUN | logs RUN [--follow] | stop RUN | prune
 
 Nothing heavy is imported here: each command imports what it needs.
 """
@@ -55,12 +56,19 @@ def _oracle(argv: Sequence[str]) -> int:
     return oracle.run(argv)
 
 
+def _runs(argv: Sequence[str]) -> int:
+    from sglaunch.cli import runs
+
+    return runs.run(argv)
+
+
 SUBCOMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "check": _check,
     "fit": _fit,
     "explain": _explain,
     "profiles": _profiles,
     "oracle": _oracle,
+    "runs": _runs,
 }
 
 
@@ -69,7 +77,7 @@ def top_parser() -> Parser:
         prog="sglaunch",
         description=(
             "A launch assistant for SGLang: check server flags against sglang's own rules before "
-            "anything loads, launch, and watch the server. Subcommands: check, fit, explain, profiles, oracle."
+            "anything loads, launch, and watch the server. Subcommands: check, fit, explain, profiles, oracle, runs."
         ),
     )
     p.add_argument(
@@ -94,6 +102,11 @@ def top_parser() -> Parser:
     )
     p.add_argument("--json", action="store_true", help="with --apply: JSON lines on stdout")
     p.add_argument("--no-oracle", action="store_true", help="built-in rules only")
+    p.add_argument(
+        "--no-oracle-service",
+        action="store_true",
+        help="with --apply: run sglang's check in this process, not in the shared service",
+    )
     p.add_argument(
         "--startup-timeout",
         type=float,
@@ -124,7 +137,7 @@ def _top(argv: Sequence[str]) -> int:
         from sglaunch.cli import apply
 
         return apply.run(args)
-    for flag in ("fix", "save", "detach", "json", "no_oracle"):
+    for flag in ("fix", "save", "detach", "json", "no_oracle", "no_oracle_service"):
         if getattr(args, flag):
             raise UserError(f"--{flag.replace('_', '-')} goes with --apply")
     from sglaunch.tui.launch import run_tui

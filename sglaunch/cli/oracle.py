@@ -1,8 +1,7 @@
-"""`sglaunch oracle setup | status | schema`: sglang's own resolution, on this machine."""
+"""`sglaunch oracle setup | status | stop | schema`: sglang's own resolution, on this machine."""
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Sequence
 
@@ -15,7 +14,8 @@ def parser() -> Parser:
         prog="sglaunch oracle",
         description=(
             "sglang's own argument resolution, run as a GPU-free dry run. `setup` builds a CPU-only "
-            "sglang environment for machines without one; `status` starts the oracle and reports; "
+            "sglang environment for machines without one; `status` lists the shared oracle services "
+            "(with --check it starts the oracle and reports); `stop` ends the services; "
             "`schema` reads every flag (with help) from the sglang interpreter."
         ),
     )
@@ -27,9 +27,23 @@ def parser() -> Parser:
     )
     setup.add_argument("--force", action="store_true", help="reinstall even when it looks ready")
     setup.add_argument("--version", help="the sglang release, 0.5.19 to 0.5.23 (default 0.5.23)")
-    status = sub.add_parser("status", help="start the oracle and say whether it works")
+    status = sub.add_parser(
+        "status", help="the running oracle services; --check: start the oracle and say if it works"
+    )
     status.add_argument("--sglang-python", metavar="PATH", type=interpreter_path)
     status.add_argument("--json", action="store_true")
+    status.add_argument(
+        "--check", action="store_true", help="also start the oracle and say whether it works"
+    )
+    status.add_argument(
+        "--no-oracle-service",
+        action="store_true",
+        help="with --check: start a worker in this process, not through the shared service",
+    )
+    stop = sub.add_parser("stop", help="end the oracle services (each one's worker with it)")
+    stop.add_argument(
+        "--sglang-python", metavar="PATH", type=interpreter_path, help="only this one's service"
+    )
     schema = sub.add_parser(
         "schema", help="read the flag schema from the sglang interpreter (cached)"
     )
@@ -55,31 +69,10 @@ def run(argv: Sequence[str]) -> int:
 
             forwarded += ["--version", str(parse_named(args.version, what="--version"))]
         return setup_env.main(forwarded)
-    if args.command == "status":
-        from sglaunch.oracle.client import Oracle
+    if args.command in ("status", "stop"):
+        from sglaunch.cli.oracle_services import services_command
 
-        with Oracle(python=args.sglang_python) as oracle:
-            st = oracle.status
-        if args.json:
-            print(
-                json.dumps(
-                    {
-                        "available": st.available,
-                        "reason": st.reason,
-                        "sglang_version": st.sglang_version,
-                        "python": st.python,
-                        "start_s": st.start_s,
-                    }
-                )
-            )
-        elif st.available:
-            print(
-                f"sglang check available: sglang {st.sglang_version} at {st.python} (started in {st.start_s or 0:.1f} s)",
-                file=sys.stderr,
-            )
-        else:
-            print(f"sglang check unavailable: {st.reason}", file=sys.stderr)
-        return 0 if st.available else 1
+        return services_command(args)
     if args.command == "schema":
         from sglaunch.oracle.schema_cache import load_flag_schema
 

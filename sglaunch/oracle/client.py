@@ -153,8 +153,10 @@ class Oracle:
         gpu: GpuFacts,
         *,
         memory: Mapping[str, Any] | None = None,
+        cwd: str | None = None,
     ) -> OracleAnswer:
-        """sglang's verdict on `argv` (sglang's server flags) with `env` on `gpu`.
+        """sglang's verdict on `argv` (sglang's server flags) with `env` on `gpu`; relative
+        paths in `argv` from `cwd` (default: the worker's own).
 
         `memory` ({"pre_gib", "weights_bytes", "kv_cache_quant_algo"}) also asks for
         sglang's own KV-pool sizing under that emulated memory (oracle/memory_probe.py).
@@ -173,6 +175,8 @@ class Oracle:
             }
             if memory is not None:
                 request["memory"] = dict(memory)
+            if cwd:
+                request["cwd"] = cwd
             version = self._status.sglang_version
             t0 = time.perf_counter()
             try:

@@ -121,17 +121,22 @@ def _sglang_version(python: str, source: str) -> tuple[str | None, str]:
 
 
 def load_flag_schema(
-    python: str | None = None, *, refresh: bool = False, timeout: float = 180.0
+    python: str | None = None,
+    *,
+    refresh: bool = False,
+    timeout: float = 180.0,
+    version: str | None = None,
 ) -> SchemaLookup:
     """The schema of the sglang that will parse the launch line, or the bundled one.
 
     Never raises for a missing or broken sglang or an unusable cache folder:
     the result says why it fell back. A cache file that no longer parses is rebuilt.
+    `version`, when the caller knows it (the warm oracle service said), saves the probe.
     """
     found = find_sglang_python(python)
     if found.path is None:
         return _bundled(found.reason)
-    version, why = _sglang_version(found.path, found.source)
+    version, why = (version, "") if version else _sglang_version(found.path, found.source)
     if version is None:
         return _bundled(why, found.path)
     note = out_of_range_line(version) or ""

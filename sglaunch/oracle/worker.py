@@ -361,6 +361,10 @@ def resolve(request: dict[str, Any]) -> dict[str, Any]:
     argv = [str(a) for a in request.get("argv") or []]
     env = {str(k): str(v) for k, v in (request.get("env") or {}).items()}
     os.environ.update(env)
+    if request.get("cwd"):
+        # the oracle service's client: its relative paths (this process is a fork, so no harm)
+        with contextlib.suppress(OSError):
+            os.chdir(str(request["cwd"]))
     messages: list[str] = []
     _capture_logging(messages)
     out: dict[str, Any] = {"ok": False, "error": None, "resolved": None, "changed": None}

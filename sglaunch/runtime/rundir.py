@@ -3,6 +3,11 @@
 Every JSON file is written whole (profiles.atomic: temporary file, fsync, rename, fsync
 of the directory), so a crash leaves the previous version, never half of one. server.log
 is appended as lines arrive.
+
+run.json also says who the server is, so that `sglaunch runs` can tell it from a later
+process with the same pid (identity.py): `update_status(pid=N)` records the process's
+start time, the host and the boot (`process`), and the first status `ready` or
+`detached` adds the digest of its command line.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from typing import IO, Any
 
 from sglaunch.paths import runs_dir
 from sglaunch.profiles.atomic import atomic_write
+from sglaunch.runtime.identity import cmdline_digest, identify, is_pid
 
 LOG_NAME = "server.log"
 STATUS_NAME = "run.json"
@@ -52,9 +58,37 @@ class RunDir:
         text = json.dumps(data, indent=2, default=str) + "\n"
         atomic_write(self.path / name, text.encode("utf-8"))
 
+    @classmethod
+    def open(cls, path: Path, status: dict[str, Any]) -> RunDir:
+        """An existing run directory whose run.json reads `status` (to add to it)."""
+        run = cls(path)
+        run._status = dict(status)
+        return run
+
     def update_status(self, **fields: Any) -> None:
         self._status.update(fields)
+        self._record_identity(fields)
         self.write_json(STATUS_NAME, self._status)
+
+    def _record_identity(self, fields: dict[str, Any]) -> None:
+        pid = fields.get("pid")
+        proc = self._status.get("process")
+        if (
+            isinstance(pid, int)
+            and is_pid(pid)
+            and not (isinstance(proc, dict) and proc.get("pid") == pid)
+        ):
+            self._status["process"] = proc = identify(pid)
+        if (
+            fields.get("status") in ("ready", "detached")
+            and isinstance(proc, dict)
+            and is_pid(proc.get("pid"))
+            and "cmdline_sha256" not in proc
+        ):
+            # by now a wrapper script has exec'd the server: this is its own command line
+            digest = cmdline_digest(proc["pid"])
+            if digest:
+                proc["cmdline_sha256"] = digest
 
     @property
     def status(self) -> dict[str, Any]:

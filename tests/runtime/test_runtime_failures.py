@@ -332,7 +332,9 @@ def test_run_dir_names_and_atomic_status(tmp_path: Path) -> None:
     assert a.path != b.path and a.path.name.endswith("my-profile-1")
     a.update_status(status="starting", pid=1)
     a.update_status(status="ready")
-    assert json.loads((a.path / "run.json").read_text()) == {"status": "ready", "pid": 1}
+    record = json.loads((a.path / "run.json").read_text())
+    assert {k: v for k, v in record.items() if k != "process"} == {"status": "ready", "pid": 1}
+    assert record["process"]["pid"] == 1  # and who pid 1 is (runtime/identity.py)
     assert not [p for p in a.path.iterdir() if p.name.startswith(".")]  # no temporary left behind
 
 

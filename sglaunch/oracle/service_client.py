@@ -1,0 +1,452 @@
+"""sglang's verdict from the user's shared oracle service: the `Oracle` interface, over a socket.
+
+    oracle = connect(python)          # a ServiceOracle; connect(python, use_service=False): Oracle
+    oracle.start()                    # OracleStatus; starts the service when none is running
+    oracle.resolve(argv, env, gpu)    # OracleAnswer, as Oracle.resolve gives it
+    oracle.close()                    # this client only: the service stays for the next process
+
+The first process that needs the oracle starts the service (service.py) and
+every later one reuses its warm worker, so a `sglaunch check` pays sglang's
+imports once per idle period instead of once per process. A stale socket (the
+service crashed) is replaced; two processes starting at once end with one
+service (the lock file decides); a service that dies between two requests is
+replaced on the next one. An unsafe folder or socket is refused with one line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from sglaunch.oracle.answer import OracleAnswer, OracleStatus
+from sglaunch.oracle.client import Oracle, gpu_payload
+from sglaunch.oracle.interpreter import NOT_INSTALLED, find_sglang_python
+from sglaunch.oracle.ipc import (
+    FORWARDED_PREFIXES,
+    PROTOCOL,
+    Channel,
+    ChannelClosed,
+    ServicePaths,
+    ServiceRefused,
+    check_private_socket,
+    idle_timeout,
+    open_private,
+    peer_uid,
+    private_dir,
+    runtime_dir,
+)
+from sglaunch.validators.facts import GpuFacts
+
+NO_SERVICE_ENV = "SGLAUNCH_NO_ORACLE_SERVICE"
+# the service enforces each timeout itself; this is how much longer a client waits
+_BACKSTOP_S = 10.0
+_HELLO_S = 5.0
+_SPAWN_S = 30.0  # from spawning to the socket answering (sglang is imported later)
+
+
+def connect(
+    python: str | None = None,
+    *,
+    use_service: bool = True,
+    timeout: float = 20.0,
+    start_timeout: float = 120.0,
+) -> Oracle | ServiceOracle:
+    """The oracle for a caller: the shared service, or (`use_service=False`, or
+    SGLAUNCH_NO_ORACLE_SERVICE=1) a worker of this process's own."""
+    if not use_service or os.environ.get(NO_SERVICE_ENV, "") not in ("", "0"):
+        return Oracle(python, timeout=timeout, start_timeout=start_timeout)
+    return ServiceOracle(python, timeout=timeout, start_timeout=start_timeout)
+
+
+def _log_tail(paths: ServicePaths) -> str:
+    try:
+        with open(paths.log, "rb") as fh:
+            fh.seek(max(os.fstat(fh.fileno()).st_size - 4096, 0))
+            lines = [ln.strip() for ln in fh.read().decode(errors="replace").splitlines()]
+    except OSError:
+        return ""
+    lines = [ln for ln in lines if ln]
+    return lines[-1][:300] if lines else ""
+
+
+def try_connect(paths: ServicePaths) -> Channel | None:
+    """A connection to the live service at `paths`, None when nobody listens there.
+
+    ServiceRefused for a socket that is not this user's private socket, or a
+    listener run by someone else.
+    """
+    try:
+        st = os.lstat(paths.socket)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ServiceRefused(f"cannot use {paths.socket}: {exc.strerror or exc}") from None
+    check_private_socket(paths.socket, st, os.getuid())
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(str(paths.socket))
+    except (ConnectionRefusedError, FileNotFoundError):
+        sock.close()
+        return None
+    except OSError as exc:
+        sock.close()
+        raise ServiceRefused(f"cannot connect to {paths.socket}: {exc.strerror or exc}") from None
+    uid = peer_uid(sock)
+    if uid is not None and uid != os.getuid():
+        sock.close()
+        raise ServiceRefused(f"{paths.socket} is answered by uid {uid}, not by you")
+    return Channel(sock)
+
+
+def ask(channel: Channel, request: Mapping[str, Any], wait: float) -> dict[str, Any]:
+    channel.send(request)
+    return channel.receive(time.monotonic() + wait)
+
+
+def hello(channel: Channel) -> dict[str, Any] | None:
+    try:
+        info = ask(channel, {"op": "hello"}, _HELLO_S).get("info")
+    except ChannelClosed:
+        return None
+    if not isinstance(info, dict) or info.get("protocol") != PROTOCOL:
+        return None
+    return info
+
+
+def _spawn(
+    paths: ServicePaths, python: str, lock_fd: int, idle: float, start_timeout: float
+) -> None:
+    """Start the service in the background; it inherits the lock we hold."""
+    log_fd = open_private(paths.log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(FORWARDED_PREFIXES)}
+    args = [
+        sys.executable,
+        "-m",
+        "sglaunch.oracle.service",
+        "--python",
+        python,
+        "--folder",
+        str(paths.folder),
+        "--key",
+        paths.key,
+        "--lock-fd",
+        str(lock_fd),
+        "--idle-timeout",
+        repr(idle),
+        "--start-timeout",
+        repr(start_timeout),
+        "--detach",
+    ]
+    try:
+        first = subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=log_fd,
+            stderr=log_fd,
+            pass_fds=(lock_fd,),
+            start_new_session=True,
+            close_fds=True,
+            env=env,
+            cwd="/",
+        )
+    except OSError as exc:
+        raise ServiceRefused(f"cannot start the oracle service: {exc.strerror or exc}") from None
+    finally:
+        os.close(log_fd)
+    # the first process forks the service and exits at once
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        first.wait(timeout=_SPAWN_S)
+
+
+def connect_or_spawn(
+    paths: ServicePaths, python: str, *, idle: float, start_timeout: float
+) -> tuple[Channel, dict[str, Any]]:
+    """A connection to the service for `python` (started when none is alive) and its hello."""
+    deadline = time.monotonic() + _SPAWN_S
+    spawned = False
+    pause = 0.005
+    while True:
+        channel = try_connect(paths)
+        if channel is not None:
+            info = hello(channel)
+            if info is not None:
+                return channel, info
+            channel.close()  # an exiting service: its successor comes next
+        lock_fd = open_private(paths.lock, os.O_RDWR | os.O_CREAT)
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            # a service holds the lock: it is starting (or stopping); wait for its socket
+            os.close(lock_fd)
+        else:
+            try:
+                if spawned:
+                    tail = _log_tail(paths)
+                    raise ServiceRefused(
+                        "the oracle service exited as it started"
+                        + (f": {tail}" if tail else f" (see {paths.log})")
+                    )
+                # nobody holds the lock, so nobody serves: any socket there is stale
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(paths.socket)
+                _spawn(paths, python, lock_fd, idle, start_timeout)
+                spawned = True
+            finally:
+                os.close(lock_fd)  # the service keeps its own copy, and with it the lock
+            continue
+        if time.monotonic() > deadline:
+            raise ServiceRefused(
+                f"the oracle service did not open {paths.socket} within {_SPAWN_S:g} s "
+                f"(see {paths.log})"
+            )
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
+
+
+def known_sglang_version(python: str | None = None) -> str | None:
+    """sglang's version as a live, ready service for `python` reports it, else None.
+
+    Starts nothing and runs no interpreter: it saves a warm `check` the version probe.
+    """
+    if os.environ.get(NO_SERVICE_ENV, "") not in ("", "0"):
+        return None
+    found = find_sglang_python(python)
+    if found.path is None:
+        return None
+    try:
+        paths = ServicePaths.for_python(found.path, private_dir(runtime_dir(), create=False))
+        channel = try_connect(paths)
+    except ServiceRefused:
+        return None
+    if channel is None:
+        return None
+    try:
+        info = hello(channel)
+    finally:
+        channel.close()
+    version = info.get("sglang_version") if info and info.get("state") == "ready" else None
+    return version if isinstance(version, str) and version else None
+
+
+def forwarded_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """What a worker of this process would have inherited and the shared one must be told."""
+    return {k: v for k, v in environ.items() if k.startswith(FORWARDED_PREFIXES)}
+
+
+class ServiceOracle:
+    """`Oracle`'s interface (start, resolve, close, status), answered by the shared service.
+
+    One caller at a time per instance (a lock serialises requests); a
+    connection stays open between requests, which keeps the service from
+    going idle while, for example, the TUI is open.
+    """
+
+    def __init__(
+        self,
+        python: str | None = None,
+        *,
+        timeout: float = 20.0,
+        start_timeout: float = 120.0,
+        folder: os.PathLike[str] | str | None = None,
+        idle_timeout_s: float | None = None,
+    ) -> None:
+        self.timeout = timeout
+        self.start_timeout = start_timeout
+        self._explicit_python = python
+        self._folder = folder
+        self._idle = idle_timeout_s
+        self._lock = threading.RLock()
+        self._channel: Channel | None = None
+        self._info: dict[str, Any] = {}
+        self._status = OracleStatus(available=False, reason="the oracle has not been started")
+        self._started_once = False
+
+    # -- what callers read -----------------------------------------------------
+
+    @property
+    def status(self) -> OracleStatus:
+        return self._status
+
+    @property
+    def service_pid(self) -> int | None:
+        pid = self._info.get("pid")
+        return pid if isinstance(pid, int) else None
+
+    @property
+    def worker_pid(self) -> int | None:
+        pid = self._info.get("worker_pid")
+        return pid if isinstance(pid, int) else None
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def start(self) -> OracleStatus:
+        """Connect (starting the service if needed) and wait until its worker is ready."""
+        with self._lock:
+            return self._start_locked()
+
+    def _start_locked(self) -> OracleStatus:
+        self._started_once = True
+        t0 = time.perf_counter()
+        found = find_sglang_python(self._explicit_python)
+        if found.path is None:
+            self._status = OracleStatus(available=False, reason=found.reason or NOT_INSTALLED)
+            return self._status
+        python = found.path
+        for attempt in (1, 2):
+            try:
+                status = self._start_once(python)
+            except ServiceRefused as exc:
+                self._drop()
+                self._status = OracleStatus(available=False, reason=str(exc), python=python)
+                return self._status
+            except ChannelClosed:
+                # the service went away between hello and start (an idle exit, a kill)
+                self._drop()
+                if attempt == 2:
+                    self._status = OracleStatus(
+                        available=False,
+                        reason="the oracle service closed the connection as it started",
+                        python=python,
+                    )
+                    return self._status
+                continue
+            if status.available:
+                status = dataclasses.replace(status, start_s=round(time.perf_counter() - t0, 3))
+            else:
+                self._drop()
+            self._status = status
+            return status
+        raise AssertionError("unreachable")
+
+    def _start_once(self, python: str) -> OracleStatus:
+        if self._channel is None:
+            folder = private_dir(runtime_dir() if self._folder is None else Path(self._folder))
+            paths = ServicePaths.for_python(python, folder)
+            idle = self._idle if self._idle is not None else idle_timeout()
+            self._channel, self._info = connect_or_spawn(
+                paths, python, idle=idle, start_timeout=self.start_timeout
+            )
+        reply = ask(
+            self._channel,
+            {"op": "start", "start_timeout": self.start_timeout},
+            self.start_timeout + _BACKSTOP_S,
+        )
+        info = reply.get("info")
+        if isinstance(info, dict):
+            self._info = info
+        data = reply.get("status")
+        if not isinstance(data, dict):
+            raise ChannelClosed("the oracle service sent no status")
+        fields = {f.name for f in dataclasses.fields(OracleStatus)}
+        return OracleStatus(**{k: v for k, v in data.items() if k in fields})
+
+    def close(self) -> None:
+        """Drop this client's connection; safe from any thread, even mid-request."""
+        channel = self._channel
+        if channel is not None:
+            # before the lock: a request in flight holds it, and this is what ends it
+            with contextlib.suppress(OSError):
+                channel.sock.shutdown(socket.SHUT_RDWR)
+        with self._lock:
+            self._drop()
+            if self._status.available:
+                self._status = dataclasses.replace(
+                    self._status, available=False, reason="the oracle was closed"
+                )
+
+    def _drop(self) -> None:
+        channel, self._channel = self._channel, None
+        if channel is not None:
+            channel.close()
+
+    def __enter__(self) -> ServiceOracle:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- asking ------------------------------------------------------------------
+
+    def resolve(
+        self, argv: Sequence[str], env: Mapping[str, str] | None, gpu: GpuFacts
+    ) -> OracleAnswer:
+        """sglang's verdict on `argv` with `env` on `gpu`, from the shared worker."""
+        with self._lock:
+            if not self._started_once:
+                self._start_locked()
+            if not self._status.available:
+                return OracleAnswer.failed(
+                    self._status.reason, sglang_version=self._status.sglang_version
+                )
+            try:
+                cwd: str | None = os.getcwd()
+            except OSError:
+                cwd = None
+            request = {
+                "op": "resolve",
+                "argv": [str(a) for a in argv],
+                "env": {
+                    **forwarded_env(os.environ),
+                    **{str(k): str(v) for k, v in (env or {}).items()},
+                },
+                "gpu": gpu_payload(gpu),
+                "timeout": self.timeout,
+                "cwd": cwd,
+            }
+            return self._ask_resolve(request)
+
+    def _ask_resolve(self, request: dict[str, Any]) -> OracleAnswer:
+        version = self._status.sglang_version
+        t0 = time.perf_counter()
+        for attempt in (1, 2):
+            if self._channel is None and not self._start_locked().available:
+                return OracleAnswer.failed(self._status.reason, sglang_version=version)
+            channel = self._channel
+            assert channel is not None
+            try:
+                channel.send(request)
+            except ChannelClosed:
+                # the service is gone (killed between two requests): the next one is started
+                self._drop()
+                if attempt == 1:
+                    continue
+                return OracleAnswer.failed("the oracle service is gone", sglang_version=version)
+            try:
+                reply = channel.receive(time.monotonic() + self.timeout + _BACKSTOP_S)
+            except ChannelClosed as exc:
+                self._drop()
+                late = "no answer in time" in str(exc)
+                what = (
+                    f"did not answer within {self.timeout + _BACKSTOP_S:g} s"
+                    if late
+                    else "died during the request"
+                )
+                return OracleAnswer.failed(
+                    f"the oracle service {what}; it restarts on the next request",
+                    sglang_version=version,
+                    worker_died=not late,
+                    timed_out=late,
+                )
+            break
+        data = reply.get("answer")
+        if not isinstance(data, dict):
+            return OracleAnswer.failed(
+                str(reply.get("error") or "the oracle service sent no answer"),
+                sglang_version=version,
+            )
+        return OracleAnswer.from_json(
+            data,
+            sglang_version=data.get("sglang_version") or version,
+            elapsed_s=round(time.perf_counter() - t0, 4),
+        )

@@ -1,0 +1,103 @@
+"""`m`: the parallel layouts (tp × dp × pp, attention DP) that fit the GPUs; enter picks one."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Static
+
+from sglaunch.tui.widgets.memory import VERDICT_STYLE, tokens_text
+from sglaunch.validators.findings import Fix
+
+if TYPE_CHECKING:
+    from sglaunch.validators.memory.layouts import Layout
+
+GIB = 1024**3
+PARALLEL = ("tp_size", "dp_size", "pp_size", "attn_dp_size")
+
+
+def layout_fix(layout: Layout) -> Fix:
+    """The flags that select `layout`: sizes above 1 set, the rest back to sglang's default."""
+    flags = layout.flags()
+    sizes = {dest: flags.get(dest, 1) for dest in PARALLEL}
+    label = f"Use tp {layout.tp} × dp {layout.dp} × pp {layout.pp}" + (
+        f" with attention DP {layout.attn_dp}" if layout.attn_dp > 1 else ""
+    )
+    return Fix(
+        label=label,
+        set={d: v for d, v in sizes.items() if v != 1},
+        # the old spelling of attention DP goes too: the layout says it with attn_dp_size
+        unset=(*(d for d, v in sizes.items() if v == 1), "enable_dp_attention"),
+    )
+
+
+class LayoutsScreen(ModalScreen["Fix | None"]):
+    """Dismisses with the fix that selects the chosen layout, or None."""
+
+    HELP_TITLE = "the layouts that fit"
+    BINDINGS = [
+        Binding("escape", "close", "Close"),
+        Binding("enter", "pick", "Use this layout"),
+        Binding("f1,question_mark", "app.show_keys", "Keys"),
+    ]
+
+    def __init__(self, layouts: list[Layout], gpus: int, current: tuple[int, int, int, int]) -> None:
+        super().__init__()
+        self.layouts = layouts
+        self.gpus = gpus
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        fits = sum(1 for layout in self.layouts if layout.verdict != "does-not-fit")
+        with Vertical(id="layouts", classes="dialog"):
+            yield Static(
+                Text.assemble(
+                    (f"Parallel layouts on {self.gpus} GPUs", "bold"),
+                    (f"  {fits} of {len(self.layouts)} fit · enter uses one · esc closes", "dim"),
+                ),
+                classes="dialog-title",
+            )
+            yield DataTable(id="layouts-table", cursor_type="row")
+
+    def on_mount(self) -> None:
+        table: DataTable[Text | str] = self.query_one("#layouts-table", DataTable)
+        table.add_columns("tp", "dp", "pp", "attn DP", "GPUs", "weights/GPU", "KV tokens", "full-ctx reqs", "verdict")
+        for i, layout in enumerate(self.layouts):
+            plan = layout.plan
+            here = (layout.tp, layout.dp, layout.pp, layout.attn_dp) == self.current
+            weights = f"{plan.weights_bytes / GIB:.1f} GiB" if plan.weights_bytes else "?"
+            reqs = layout.full_context_requests
+            verdict = layout.verdict + (" ◀ now" if here else "")
+            table.add_row(
+                str(layout.tp),
+                str(layout.dp),
+                str(layout.pp),
+                str(layout.attn_dp),
+                str(layout.gpus),
+                weights,
+                tokens_text(plan.max_total_num_tokens),
+                "?" if reqs is None else str(reqs),
+                Text(verdict, style=VERDICT_STYLE.get(layout.verdict, "")),
+                key=str(i),
+            )
+        table.focus()
+
+    @on(DataTable.RowSelected, "#layouts-table")
+    def _selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_pick()
+
+    def action_pick(self) -> None:
+        table = self.query_one("#layouts-table", DataTable)
+        if not self.layouts or table.cursor_row is None:
+            return
+        self.dismiss(layout_fix(self.layouts[table.cursor_row]))
+
+    def action_close(self) -> None:
+        self.dismiss(None)
