@@ -49,6 +49,7 @@ from sglaunch.validators.facts import CheckInput, FlagIssue, GpuFacts, GpuMode, 
 from sglaunch.validators.findings import Fix
 
 if TYPE_CHECKING:
+    from sglaunch.memory.startup import Prediction
     from sglaunch.profiles.profile import Profile
     from sglaunch.runtime.spec import LaunchSpec
     from sglaunch.validators.memory.baseline import MemoryFacts
@@ -556,6 +557,24 @@ class LaunchSession:
             env=self.environment(),
             profile=self.profile_name or ADHOC,
             resolved=resolved,
+            prediction=self.prediction(resolved),
+        )
+
+    def prediction(self, resolved: Mapping[str, Any] | None = None) -> Prediction | None:
+        """The memory plan a launch is compared with once sglang logs its own figures."""
+        if self.model is None:
+            return None
+        from sglaunch.memory.startup import Prediction
+        from sglaunch.validators.memory.plan import plan_memory
+
+        plan = plan_memory(self.check_input(), resolved)
+        gpu = self._gpu
+        real = gpu.mode is GpuMode.NVML and gpu.primary is not None
+        return Prediction(
+            plan,
+            gpu_name=gpu.primary.name if real and gpu.primary is not None else None,
+            driver=gpu.driver_version,
+            tp_size=plan.knobs.tp,
         )
 
 

@@ -9,6 +9,7 @@ from sglaunch.examples import DEFAULT_EXAMPLE
 from sglaunch.exitcodes import ExitCode
 
 if TYPE_CHECKING:
+    from sglaunch.runtime.attach_target import AttachTarget
     from sglaunch.tui.app import SglaunchApp
 
 
@@ -19,6 +20,8 @@ def run_tui(
     gpu: str | None = None,
     sglang_python: str | None = None,
     sglang_version: str | None = None,
+    attach: AttachTarget | None = None,
+    no_oracle_service: bool = False,
 ) -> int:
     from sglaunch.versions import parse_named
 
@@ -33,6 +36,8 @@ def run_tui(
         gpu=gpu,
         sglang_python=sglang_python,
         sglang_version=sglang_version,
+        attach=attach,
+        no_oracle_service=no_oracle_service,
     )
     result = app.run()
     if app.return_code:  # an unhandled exception stopped the app; Textual printed it
@@ -48,6 +53,8 @@ def build_app(
     sglang_python: str | None = None,
     with_oracle: bool = True,
     sglang_version: str | None = None,
+    attach: AttachTarget | None = None,
+    no_oracle_service: bool = False,
 ) -> SglaunchApp:
     from sglaunch.facts.gpu import probe_gpus
     from sglaunch.facts.model import hf_cache_dirs, load_model_facts
@@ -63,10 +70,11 @@ def build_app(
     try:
         if not with_oracle:
             raise ImportError("oracle disabled")
-        from sglaunch.oracle.client import Oracle
+        from sglaunch.oracle.service_client import connect
         from sglaunch.versions import load_flag_facts
 
-        collab.oracle = Oracle(python=sglang_python)
+        # the shared, warm service (one per user and interpreter) unless told otherwise
+        collab.oracle = connect(sglang_python, use_service=not no_oracle_service)
         collab.flag_facts = lambda named: load_flag_facts(sglang_python, named)
     except ImportError:
         pass
@@ -80,9 +88,11 @@ def build_app(
     app = SglaunchApp(
         schema=bundled_schema(),
         collaborators=collab,
-        model=model or (None if profile else f"example:{DEFAULT_EXAMPLE}"),
+        # attaching shows the server, not an example launch to edit
+        model=model or (None if profile or attach else f"example:{DEFAULT_EXAMPLE}"),
         gpu_spec=gpu,
         profile=profile,
         sglang_version=sglang_version,
+        attach=attach,
     )
     return app

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from textual.app import App
 
     from sglaunch.runtime import Diagnosis, LaunchSpec, Monitor, MonitorEvent
+    from sglaunch.runtime.watch import Watcher
     from sglaunch.tui.screens.monitor import MonitorScreen
 
 ServerFactory = Callable[["LaunchSpec"], "Monitor"]
@@ -37,14 +38,34 @@ class ServerControl:
     def __init__(self, app: App[int], factory: ServerFactory | None) -> None:
         self.app = app
         self.factory = factory
-        self.monitor: Monitor | None = None
+        self.monitor: Monitor | Watcher | None = None
         self.spec: LaunchSpec | None = None
         self.screen: MonitorScreen | None = None
+        self.watcher: Watcher | None = None
         self._unsubscribe: Callable[[], None] | None = None
 
+    @property
+    def owned(self) -> bool:
+        """False while watching a server sglaunch did not start here (attach)."""
+        return self.watcher is None
+
     def running(self) -> bool:
+        """An owned server is up: quitting would stop it."""
         mon = self.monitor
-        return mon is not None and not mon.snapshot().status.finished
+        return self.owned and mon is not None and not mon.snapshot().status.finished
+
+    def watch(self, watcher: Watcher) -> None:
+        """Show a server sglaunch does not own; leaving the monitor leaves it running."""
+        from sglaunch.tui.screens.monitor import MonitorScreen
+
+        self.watcher = watcher
+        self.monitor = watcher
+        if self.screen is None:
+            self.screen = MonitorScreen(self)
+            self.app.install_screen(self.screen, MONITOR)
+        self.app.push_screen(MONITOR)
+        self._unsubscribe = watcher.subscribe(self._forward)
+        watcher.start()
 
     # --- on the event loop ----------------------------------------------------------
 
@@ -53,6 +74,11 @@ class ServerControl:
         if self.factory is None:
             self.app.notify("no server launcher configured", severity="error")
             return
+        if self.watcher is not None:
+            # a launch here replaces watching the attached server, which keeps running
+            self.watcher.stop()
+            self.watcher = None
+            self.monitor = None
         from sglaunch.tui.screens.monitor import MonitorScreen
 
         if self.screen is None:
@@ -77,6 +103,9 @@ class ServerControl:
         )
 
     def stop(self) -> None:
+        if not self.owned:
+            self.app.notify("attached: sglaunch did not start this server here", severity="warning")
+            return
         mon = self.monitor
         if mon is not None and not mon.snapshot().status.finished:
             self.app.notify("stopping the server (SIGTERM, then SIGKILL)", timeout=4)
@@ -119,6 +148,9 @@ class ServerControl:
 
     def stop_and_wait(self) -> None:
         """For the exit path: stop the server tree, blocking (call from a thread)."""
+        if self.watcher is not None:
+            self.watcher.stop()  # only the watching
+            return
         if self.monitor is not None:
             with contextlib.suppress(Exception):
                 self.monitor.stop(wait=True)

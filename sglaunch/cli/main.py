@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from sglaunch import __version__
 from sglaunch.cli.args import Parser, interpreter_path
@@ -56,6 +57,12 @@ def _oracle(argv: Sequence[str]) -> int:
     return oracle.run(argv)
 
 
+def _attach(argv: Sequence[str]) -> int:
+    from sglaunch.cli import attach
+
+    return attach.run(argv)
+
+
 def _runs(argv: Sequence[str]) -> int:
     from sglaunch.cli import runs
 
@@ -68,6 +75,7 @@ SUBCOMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "explain": _explain,
     "profiles": _profiles,
     "oracle": _oracle,
+    "attach": _attach,
     "runs": _runs,
 }
 
@@ -137,18 +145,24 @@ def _top(argv: Sequence[str]) -> int:
         from sglaunch.cli import apply
 
         return apply.run(args)
-    for flag in ("fix", "save", "detach", "json", "no_oracle", "no_oracle_service"):
+    for flag in ("fix", "save", "detach", "json", "no_oracle"):
         if getattr(args, flag):
             raise UserError(f"--{flag.replace('_', '-')} goes with --apply")
-    from sglaunch.tui.launch import run_tui
-
-    return run_tui(
+    return open_tui(
         model=args.model,
         profile=args.profile,
         gpu=args.gpu,
         sglang_python=args.sglang_python,
         sglang_version=args.sglang_version,
+        no_oracle_service=args.no_oracle_service,
     )
+
+
+def open_tui(**options: Any) -> int:
+    """The TUI, imported only now: the one place the headless CLI reaches into it."""
+    from sglaunch.tui.launch import run_tui
+
+    return run_tui(**options)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

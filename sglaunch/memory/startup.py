@@ -177,6 +177,52 @@ def compare(plan: MemoryPlan, actual: StartupMemory) -> Comparison:
     return Comparison(rows, measured, b.startup_cost_bytes if b else None)
 
 
+@dataclass(frozen=True)
+class Prediction:
+    """What a launch expects of its start-up memory, and where a measurement may be kept.
+
+    `gpu_name` is None for a planning preset: a measurement there says nothing of the
+    machine the plan was for, so it is never stored.
+    """
+
+    plan: MemoryPlan
+    gpu_name: str | None = None
+    driver: str = ""
+    tp_size: int = 1
+
+    def compare(self, log_lines: Iterable[str]) -> Comparison:
+        return compare(self.plan, startup_memory_from_lines(log_lines))
+
+    def calibrate(self, comparison: Comparison, *, store: Path | None = None) -> bool:
+        """Keep the measured start-up cost for the next plan on these GPUs; False if not."""
+        if self.gpu_name is None:
+            return False
+        return record_calibration(
+            comparison,
+            gpu_name=self.gpu_name,
+            driver=self.driver,
+            tp_size=self.tp_size,
+            source="measured at launch",
+            store=store,
+        )
+
+
+def summary_text(comparison: Comparison) -> str:
+    """One line: the tokens sglang got against the prediction, and the start-up cost."""
+    parts = []
+    tokens = comparison.row("max_total_num_tokens")
+    if tokens is not None and tokens.actual is not None and tokens.predicted is not None:
+        err = f" ({tokens.error_pct:+.1f}%)" if tokens.error_pct is not None else ""
+        parts.append(f"KV tokens {tokens.actual:,.0f}, predicted {tokens.predicted:,.0f}{err}")
+    weights = comparison.row("weights per GPU")
+    if weights is not None and weights.actual is not None and weights.predicted is not None:
+        parts.append(f"weights {weights.actual:.2f} GiB, predicted {weights.predicted:.2f}")
+    cost = comparison.measured_startup_cost_bytes
+    if cost is not None:
+        parts.append(f"start-up cost measured {cost / GIB:.2f} GiB")
+    return "memory: " + ("; ".join(parts) or "the log gave no figures to compare")
+
+
 def record_calibration(
     comparison: Comparison,
     *,

@@ -27,6 +27,7 @@ from typing import IO, Any
 
 from sglaunch.errors import UserError
 from sglaunch.exitcodes import ExitCode
+from sglaunch.memory.startup import summary_text
 from sglaunch.runtime.failures import Diagnosis, diagnose, diagnosis_for
 from sglaunch.runtime.lines import LineSplitter
 from sglaunch.runtime.load import LoadStats
@@ -38,7 +39,7 @@ from sglaunch.runtime.relay import SECRETS_ENV
 from sglaunch.runtime.rundir import RunDir
 from sglaunch.runtime.spec import LaunchSpec
 from sglaunch.runtime.startup import StartupTracker
-from sglaunch.runtime.state import GpuSample, MonitorEvent, MonitorState, Status
+from sglaunch.runtime.state import EventKind, GpuSample, MonitorEvent, MonitorState, Status
 from sglaunch.secrets import MASK, is_secret_env_name, mask_argv
 from sglaunch.validators import runtime_cards as rc
 
@@ -484,7 +485,31 @@ class Monitor:
                 ).start()
         if became_ready:
             self._record_ready(run)
+        if any(e.kind is EventKind.SUMMARY for e in events):
+            events += self._memory_compared(run)
         self._emit(events)
+
+    def _memory_compared(self, run: _Run) -> list[MonitorEvent]:
+        """sglang's summary line is in: the plan against the log, and the measured start-up
+        cost kept for the next plan on these GPUs (the calibration store)."""
+        prediction = self.spec.prediction
+        if prediction is None:
+            return []
+        with self._lock:
+            if run.tracker.state.memory is not None:
+                return []
+            comparison = prediction.compare(list(self._ring))
+            run.tracker.state.memory = comparison
+        with contextlib.suppress(OSError, UserError):
+            prediction.calibrate(comparison)
+        return [
+            MonitorEvent(
+                EventKind.MEMORY,
+                time.time(),
+                summary_text(comparison),
+                {"memory": comparison.to_json()},
+            )
+        ]
 
     def _record_ready(self, run: _Run) -> None:
         if self._rundir:

@@ -13,6 +13,7 @@ from typing import Any
 from sglaunch.errors import UserError
 from sglaunch.flags.argv import parse_argv
 from sglaunch.flags.schema import FlagSchema, bundled_schema
+from sglaunch.memory.startup import Prediction
 from sglaunch.profiles.sglang_yaml import expand_config
 from sglaunch.program import ENTRIES, program_argv
 from sglaunch.runtime.probe import Endpoint
@@ -78,6 +79,8 @@ class LaunchSpec:
     resolved: Mapping[str, Any] | None = None
     command_prefix: tuple[str, ...] | None = None
     cwd: str | None = None
+    # the memory plan to compare with what sglang logs at start-up (sglaunch.memory)
+    prediction: Prediction | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "argv", tuple(str(a) for a in self.argv))

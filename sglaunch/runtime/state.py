@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from sglaunch.memory.startup import Comparison
 from sglaunch.runtime.failures import Diagnosis
 from sglaunch.runtime.load import LoadStats
 from sglaunch.validators.findings import Finding
@@ -149,6 +150,7 @@ class MonitorState:
     gpu_note: str = ""
     hints: tuple[Finding, ...] = ()
     diagnosis: Diagnosis | None = None
+    memory: Comparison | None = None  # the memory plan against sglang's start-up lines
     log_lines: int = 0
 
     def copy(self) -> MonitorState:
@@ -160,7 +162,7 @@ class MonitorState:
             value = getattr(self, f.name)
             if f.name == "hints":
                 out[f.name] = [h.to_json() for h in value]
-            elif f.name == "diagnosis" or f.name == "load":
+            elif f.name in ("diagnosis", "load", "memory"):
                 out[f.name] = value.to_json() if value else None
             elif dataclasses.is_dataclass(value) and not isinstance(value, type):
                 out[f.name] = dataclasses.asdict(value)
@@ -180,6 +182,7 @@ class EventKind(StrEnum):
     STATS = "stats"
     GPU = "gpu"
     HINT = "hint"
+    MEMORY = "memory"  # predicted against actual, once sglang's summary line is in
     UNHEALTHY = "unhealthy"
     HEALTHY = "healthy"
     FAILURE = "failure"

@@ -47,7 +47,9 @@ class LayoutsScreen(ModalScreen["Fix | None"]):
         Binding("f1,question_mark", "app.show_keys", "Keys"),
     ]
 
-    def __init__(self, layouts: list[Layout], gpus: int, current: tuple[int, int, int, int]) -> None:
+    def __init__(
+        self, layouts: list[Layout], gpus: int, current: tuple[int, int, int, int]
+    ) -> None:
         super().__init__()
         self.layouts = layouts
         self.gpus = gpus
@@ -67,7 +69,17 @@ class LayoutsScreen(ModalScreen["Fix | None"]):
 
     def on_mount(self) -> None:
         table: DataTable[Text | str] = self.query_one("#layouts-table", DataTable)
-        table.add_columns("tp", "dp", "pp", "attn DP", "GPUs", "weights/GPU", "KV tokens", "full-ctx reqs", "verdict")
+        table.add_columns(
+            "tp",
+            "dp",
+            "pp",
+            "attn DP",
+            "GPUs",
+            "weights/GPU",
+            "KV tokens",
+            "full-ctx reqs",
+            "verdict",
+        )
         for i, layout in enumerate(self.layouts):
             plan = layout.plan
             here = (layout.tp, layout.dp, layout.pp, layout.attn_dp) == self.current

@@ -8,6 +8,7 @@ the screen within a frame.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -20,10 +21,14 @@ from sglaunch.secrets import Masker, secret_values
 from sglaunch.session import LaunchSession
 from sglaunch.tui.widgets.findings import FindingsPanel
 from sglaunch.tui.widgets.flag_editor import FlagEditor
+from sglaunch.tui.widgets.memory import MemoryPanel, one_line
 from sglaunch.tui.widgets.panels import CommandPreview, GpuPanel, ModelPanel
 from sglaunch.validators.facts import GpuMode
 from sglaunch.validators.findings import Finding, Severity
 from sglaunch.verdict import Tone, Verdict
+
+if TYPE_CHECKING:
+    from sglaunch.validators.memory.plan import MemoryPlan
 
 TONE_STYLE = {Tone.PENDING: "dim", Tone.OK: "green", Tone.WARN: "yellow", Tone.ERROR: "red"}
 # F6 / shift+F6 cycle these, in this order (Tab walks every control in between)
@@ -129,6 +134,7 @@ class MainScreen(Screen[None]):
                 gpu = GpuPanel(id="gpu-panel")
                 gpu.border_title = "GPUs"
                 yield gpu
+                yield MemoryPanel(id="memory-panel")
                 model = ModelPanel(id="model-panel")
                 model.border_title = "model"
                 yield model
@@ -144,9 +150,14 @@ class MainScreen(Screen[None]):
     # --- drawing --------------------------------------------------------------------
 
     def render_all(
-        self, session: LaunchSession, verdict: Verdict, *, preview: tuple[str, str]
+        self,
+        session: LaunchSession,
+        verdict: Verdict,
+        *,
+        preview: tuple[str, str],
+        plan: MemoryPlan | None = None,
     ) -> None:
-        """Every widget from the session and its verdict."""
+        """Every widget from the session, its verdict and its memory plan."""
         findings = self.query_one(FindingsPanel)
         if verdict.findings != self._shown.findings:
             findings.show(shown_findings(session, verdict))
@@ -157,7 +168,11 @@ class MainScreen(Screen[None]):
         if preview != self._shown.preview:
             self._shown.preview = preview
             self.query_one(CommandPreview).show(preview[1], mode=preview[0])
-        self.query_one("#facts-line", Static).update(facts_line(session))
+        self.query_one(MemoryPanel).show(plan)
+        line = facts_line(session)
+        if plan is not None:
+            line.append(" · " + one_line(plan))
+        self.query_one("#facts-line", Static).update(line)
         findings.set_verdict(Text(verdict.status, style=TONE_STYLE[verdict.tone]))
         findings.set_launch(blocked_reason(session, verdict))
 

@@ -24,6 +24,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Log, ProgressBar, Sparkline, Static
 
+from sglaunch.memory.startup import Comparison
 from sglaunch.runtime import (
     Diagnosis,
     EventKind,
@@ -34,6 +35,7 @@ from sglaunch.runtime import (
     Phase,
     Status,
 )
+from sglaunch.runtime.watch import Watcher
 from sglaunch.tui.server import ServerControl
 from sglaunch.tui.widgets.panels import bar
 
@@ -53,6 +55,36 @@ MESSAGE_CHARS = 240  # sglang's exception text in the failure box; all of it is 
 # (server.log keeps them)
 _PROBE_LINE = re.compile(r'"GET /(?:ready|metrics|health|health_generate|v1/loads|server_info)[ ?]')
 CHART_POINTS = 120
+
+
+def memory_rows(comparison: Comparison) -> Table:
+    """The memory plan against what sglang logged: the figures a user tunes by."""
+    t = Table.grid(padding=(0, 1))
+    t.add_column(style="dim", justify="right")
+    t.add_column()
+    t.add_column(style="dim")
+    shown = {
+        "max_total_num_tokens": "KV tokens",
+        "weights per GPU": "weights",
+        "baseline free (P)": "baseline",
+        "free after the KV pool (slack)": "slack",
+    }
+    for row in comparison.rows:
+        label = shown.get(row.what)
+        if label is None or row.actual is None:
+            continue
+        fmt = "{:,.0f}" if row.unit == "tokens" else "{:.2f} GiB"
+        planned = (
+            f"plan {fmt.format(row.predicted)}"
+            + (f" ({row.error_pct:+.1f}%)" if row.error_pct is not None else "")
+            if row.predicted is not None
+            else "not planned"
+        )
+        t.add_row(label, fmt.format(row.actual), planned)
+    cost = comparison.measured_startup_cost_bytes
+    if cost is not None:
+        t.add_row("start-up", f"{cost / 2**30:.2f} GiB", "measured")
+    return t
 
 
 class PhaseRow(Horizontal):
@@ -164,7 +196,7 @@ class MonitorScreen(Screen[None]):
         self.set_interval(0.25, self._pull_log)
 
     @property
-    def monitor(self) -> Monitor | None:
+    def monitor(self) -> Monitor | Watcher | None:
         return self.control.monitor
 
     # --- what the App tells us ----------------------------------------------------------
@@ -201,7 +233,7 @@ class MonitorScreen(Screen[None]):
             EventKind.SPAWNED,
         ):
             self._draw_phases()
-        if ev.kind in (EventKind.SUMMARY, EventKind.READY, EventKind.HINT):
+        if ev.kind in (EventKind.SUMMARY, EventKind.READY, EventKind.HINT, EventKind.MEMORY):
             self._draw_summary()
         if ev.kind is EventKind.STATS:
             self._draw_load()
@@ -251,6 +283,10 @@ class MonitorScreen(Screen[None]):
             Status.DETACHED: "detached",
         }
         line = Text(words.get(s.status, str(s.status)), style=styles.get(s.status, ""))
+        if not self.control.owned:
+            line = Text.assemble(
+                ("attached · ", "bold cyan"), line, ("  (q or e leaves it running)", "dim")
+            )
         if s.pid:
             line.append(f"   pid {s.pid}", style="dim")
         if s.run_dir:
@@ -313,6 +349,8 @@ class MonitorScreen(Screen[None]):
                 f"{sm.available_gpu_mem_gb:.2f} GB" if sm.available_gpu_mem_gb is not None else "?",
             )
         parts: list[Any] = [t]
+        if s.memory is not None:
+            parts.append(memory_rows(s.memory))
         for hint in s.hints:
             parts.append(Text(f"! {hint.message}", style="yellow"))
         self.query_one("#summary", Static).update(RichGroup(*parts))
@@ -458,6 +496,8 @@ class MonitorScreen(Screen[None]):
         self.control.restart(spec)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("stop", "restart", "apply_fix") and not self.control.owned:
+            return False  # attached: the server is not this sglaunch's to stop or change
         if action == "apply_fix":
             # shown only when the failure has a fix to apply
             diagnosis = self.state.diagnosis

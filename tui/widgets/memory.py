@@ -74,7 +74,7 @@ class MemoryPanel(Static):
             self.update(Text("the plan needs a model (ctrl+o)", style="dim"))
             return
         k = plan.knobs
-        self.border_title = f"memory per GPU · tp {k.tp} (m: layouts)"
+        self.border_title = f"memory/GPU · tp {k.tp} · m: layouts"
         verdict = Text(plan.verdict, style=VERDICT_STYLE.get(plan.verdict, "bold"))
         self.set_class(plan.verdict == "does-not-fit", "-error")
         self.update(RichGroup(verdict, *plan_lines(plan)))
