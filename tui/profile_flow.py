@@ -16,6 +16,17 @@ if TYPE_CHECKING:
     from sglaunch.tui.app import SglaunchApp
 
 
+def running_servers() -> dict[str, list[str]]:
+    """Profile name -> its servers running here (run directories; /proc only, no HTTP)."""
+    from sglaunch.runtime.runs import running_by_profile
+
+    try:
+        runs = running_by_profile()
+    except (OSError, UserError):
+        return {}
+    return {name: [f"{r.url or '?'} (pid {r.pid})" for r in found] for name, found in runs.items()}
+
+
 class ProfileFlow:
     def __init__(self, app: SglaunchApp) -> None:
         self.app = app
@@ -101,7 +112,9 @@ class ProfileFlow:
                 self._confirm_delete(store, action.name)
 
         current = self.app.session.profile_name
-        screen = ProfilesScreen(store.list(), current, diff_with, save_as=save_as, note=note)
+        screen = ProfilesScreen(
+            store.list(), current, diff_with, save_as=save_as, note=note, running=running_servers()
+        )
         self.app.push_screen(screen, done)
 
     def _confirm_discard(self, name: str) -> None:

@@ -120,3 +120,28 @@ def test_an_unreachable_url_is_one_line(home: Path) -> None:
     )
     assert res.returncode == 2 and res.stdout == ""
     assert len(res.stderr.strip().splitlines()) == 1 and "127.0.0.1:9" in res.stderr
+
+
+async def test_the_profile_picker_marks_the_profiles_with_a_running_server(
+    home: Path, wrapper: Path
+) -> None:
+    from textual.widgets import OptionList
+
+    from tests.tui.conftest import make_app
+
+    pid, run, tree = detach(home, wrapper, "sala")
+    app = make_app(model=None, profile_dir=home / "config" / "profiles")
+    try:
+        async with app.run_test(size=(160, 50)) as pilot:
+            await pilot.pause(0.5)
+            await pilot.press("f2")
+            await pilot.pause()
+            options = app.screen.query_one("#profile-list", OptionList)
+            prompts = [
+                str(options.get_option_at_index(i).prompt) for i in range(options.option_count)
+            ]
+            [sala] = [p for p in prompts if "sala" in p]
+            assert "▶ running" in sala and f"pid {pid}" in sala
+    finally:
+        runs_cli(home, "stop", run, "--grace", "10")
+        wait_gone(tree)

@@ -42,8 +42,11 @@ class ProfilesScreen(ModalScreen[ProfileAction | None]):
         *,
         save_as: str | None = None,
         note: str = "",
+        running: dict[str, list[str]] | None = None,
     ) -> None:
         super().__init__()
+        # profile name -> where its servers run ("http://127.0.0.1:30000 (pid 4242)")
+        self.running = running or {}
         self.note = note  # why the dialog opened, when it is not obvious (a model change)
         self.infos = infos
         self.current = current
@@ -78,6 +81,8 @@ class ProfilesScreen(ModalScreen[ProfileAction | None]):
                         "  ",
                         (when, "dim"),
                     )
+                    for where in self.running.get(info.name, ()):
+                        prompt.append(f"  ▶ running {where}", style="bold green")
                 options.append(Option(prompt, id=info.name))
             if not options:
                 options.append(
