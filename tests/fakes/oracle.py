@@ -20,6 +20,15 @@ from sglaunch.validators.engine import get_rule, validate
 from sglaunch.validators.facts import GpuFacts
 from sglaunch.validators.findings import Finding, Severity
 
+# where the snapshot scenes show the bundled examples (tests/tui/scenes.py, pin_paths)
+EXAMPLES_SHOWN_AT = "/opt/sglaunch/examples"
+
+
+def model_source(model_path: str) -> str:
+    """The model a launch names, with a pinned example folder read as the example."""
+    prefix = EXAMPLES_SHOWN_AT + "/"
+    return "example:" + model_path[len(prefix) :] if model_path.startswith(prefix) else model_path
+
 
 @dataclass
 class FakeOracle:
@@ -49,7 +58,7 @@ class FakeOracle:
             threading.Event().wait(self.delay)
         schema = bundled_schema()
         parsed = parse_argv(argv, schema)
-        model = load_model_facts(parsed.values["model_path"])
+        model = load_model_facts(model_source(parsed.values["model_path"]))
         report = validate(build_input(parsed.values, gpu=gpu, model=model, env=env, schema=schema))
         # sglang's resolution raises only what its parser, config load and post-init check;
         # launch-stage failures come later, from a real start

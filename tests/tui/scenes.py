@@ -161,7 +161,7 @@ def saved_profiles(root: object) -> None:
         os.utime(store.path(name), (1793000000, 1793000000))
 
 
-EXAMPLES_SHOWN_AT = "/opt/sglaunch/examples"
+from tests.fakes.oracle import EXAMPLES_SHOWN_AT  # noqa: E402
 
 
 def shown_model_path(source: str, env: object = None) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,8 +27,14 @@ from tests.tui.scenes import (
 
 
 @pytest.fixture(autouse=True)
-def _paths_wherever_the_checkout_is(monkeypatch: pytest.MonkeyPatch) -> None:
+def _paths_wherever_the_checkout_is(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The same screens on any machine: the examples' folder and the time zone pinned."""
     pin_paths(monkeypatch.setattr)
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
 
 
 def test_main_screen(snap_compare) -> None:  # type: ignore[no-untyped-def]
