@@ -149,3 +149,30 @@ def test_import_contracts_fail_when_broken(
     broken = _lint_imports(tmp_path)
     assert broken.returncode != 0
     assert f"{contract}" in broken.stdout and "BROKEN" in broken.stdout
+
+
+def _all_modules() -> list[str]:
+    import pkgutil
+
+    import sglaunch
+    import sglaunch.tui
+    import sglaunch.validators
+
+    names: list[str] = []
+    for package in (sglaunch, sglaunch.validators, sglaunch.tui):
+        prefix = package.__name__ + "."
+        names += [m.name for m in pkgutil.walk_packages(package.__path__, prefix)]
+    # example checkpoints' own code, and what runs only under the sglang interpreter
+    return sorted({n for n in names if ".examples." not in n and not n.endswith("__main__")})
+
+
+def test_every_module_imports_first_in_a_fresh_interpreter() -> None:
+    """An import cycle shows only when a module is the first one imported: try each so."""
+    failed = []
+    for name in _all_modules():
+        res = subprocess.run(
+            [sys.executable, "-c", f"import {name}"], capture_output=True, text=True, cwd=ROOT
+        )
+        if res.returncode:
+            failed.append(f"{name}: {res.stderr.strip().splitlines()[-1]}")
+    assert failed == []

@@ -27,7 +27,6 @@ from typing import IO, Any
 
 from sglaunch.errors import UserError
 from sglaunch.exitcodes import ExitCode
-from sglaunch.memory.startup import summary_text
 from sglaunch.runtime.failures import Diagnosis, diagnose, diagnosis_for
 from sglaunch.runtime.lines import LineSplitter
 from sglaunch.runtime.load import LoadStats
@@ -495,6 +494,8 @@ class Monitor:
         prediction = self.spec.prediction
         if prediction is None:
             return []
+        from sglaunch.memory.startup import summary_text
+
         with self._lock:
             if run.tracker.state.memory is not None:
                 return []

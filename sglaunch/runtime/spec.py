@@ -8,15 +8,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sglaunch.errors import UserError
 from sglaunch.flags.argv import parse_argv
 from sglaunch.flags.schema import FlagSchema, bundled_schema
-from sglaunch.memory.startup import Prediction
 from sglaunch.profiles.sglang_yaml import expand_config
 from sglaunch.program import ENTRIES, program_argv
 from sglaunch.runtime.probe import Endpoint
+
+if TYPE_CHECKING:  # sglaunch.memory reads this package's log events: no import cycle
+    from sglaunch.memory.startup import Prediction
+
 from sglaunch.secrets import Masker, is_secret_env_name, mask_argv, secret_values
 
 

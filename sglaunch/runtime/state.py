@@ -10,12 +10,14 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sglaunch.memory.startup import Comparison
 from sglaunch.runtime.failures import Diagnosis
 from sglaunch.runtime.load import LoadStats
 from sglaunch.validators.findings import Finding
+
+if TYPE_CHECKING:  # sglaunch.memory reads this package's log events: no import cycle
+    from sglaunch.memory.startup import Comparison
 
 
 class Status(StrEnum):
