@@ -39,10 +39,12 @@ from sglaunch.program import Entry, as_entry, program_argv, program_length
 from sglaunch.secrets import (
     MASK,
     default_secret_env,
+    env_reference,
     is_secret_env_name,
     is_secret_flag,
     mask_argv,
     resolve_secret_values,
+    shell_reference,
 )
 from sglaunch.validators.engine import Report, validate
 from sglaunch.validators.facts import CheckInput, FlagIssue, GpuFacts, GpuMode, ModelFacts
@@ -211,8 +213,16 @@ class LaunchSession:
             schema=self.schema,
             issues=self.issues,
             sglang_version=self.sglang_version,
-            memory=self.memory,
+            memory=self._memory_for_gpu(),
         )
+
+    def _memory_for_gpu(self) -> MemoryFacts | None:
+        """The memory facts for the GPUs checked for: a planning preset has no measured
+        start-up cost (one measured on the GPUs found here says nothing of it)."""
+        m = self.memory
+        if m is None or self._gpu.mode is GpuMode.NVML or not m.startup_cost_by_tp:
+            return m
+        return replace(m, startup_cost_by_tp={}, calibration_source="")
 
     def validate(self) -> Report:
         self.report = validate(self.check_input())
@@ -411,7 +421,8 @@ class LaunchSession:
             name=name,
             model=self.model_source,
             flags=flags,
-            env=dict(self._env),
+            # a secret-looking variable is never stored (unsaved_env() names them)
+            env={k: v for k, v in self._env.items() if k not in self.unsaved_env()},
             secrets=secrets,
             gpus=GpuSelection(
                 cuda_visible_devices=self._choice.visible, preset=self._choice.preset
@@ -422,6 +433,13 @@ class LaunchSession:
             validated=validated or (base.validated if base is not None else None),
         )
         return replace(profile, revision=base.revision if base is not None else None)
+
+    def unsaved_env(self) -> list[str]:
+        """The launch's variables a profile will not keep: their names look like secrets
+        (HF_TOKEN=…). The launch still passes them; a saved profile needs them exported."""
+        return sorted(
+            k for k, v in self._env.items() if is_secret_env_name(k) and not env_reference(v)
+        )
 
     def mark_saved(self, profile: Profile) -> None:
         """`profile` is what the store now holds for this launch."""
@@ -518,20 +536,27 @@ class LaunchSession:
         with the example's name (a shell comment, so the line still runs when copied).
         """
         env_items = sorted(self.environment().items())
-        cmd = self.command(fix)
+        cmd = [*program_argv(self.entry, self.launch_python), *self._base_argv(self._fixed(fix))]
         if display:
             env_items = [(k, MASK if is_secret_env_name(k) else v) for k, v in env_items]
             cmd = mask_argv(cmd, self.schema)
+        words = [shlex.quote(t) for t in cmd]
+        for dest, var in self._secrets.items():
+            if dest not in self._fixed(fix):
+                # a copied line that runs: the variable the profile reads it from, never ****
+                words += [self.schema.cli_name(dest), MASK if display else shell_reference(var)]
         env = [f"{k}={shlex.quote(v)}" for k, v in env_items]
         note = ""
         if display and self.model_source and self.model_source.startswith("example:"):
             note = f"  # {self.model_source}"
-        cut = program_length(self.entry)
         if not multiline:
-            line = shlex.join(cmd) if not env else " ".join(env) + " " + shlex.join(cmd)
-            return line + note
-        head = " ".join([*env, *map(shlex.quote, cmd[:cut])])
-        return " \\\n    ".join([head, *_pairs(cmd[cut:])]) + note
+            return " ".join([*env, *words]) + note
+        cut = program_length(self.entry)
+        head = " ".join([*env, *words[:cut]])
+        return " \\\n    ".join([head, *_pairs(words[cut:])]) + note
+
+    def _fixed(self, fix: Fix | None) -> Mapping[str, Any]:
+        return fix.apply(self._flags) if fix is not None else self._flags
 
     def launch_spec(
         self,
@@ -607,12 +632,12 @@ def display_value(value: Any) -> str:
     return format_value(value)
 
 
-def _pairs(tokens: list[str]) -> list[str]:
-    """Group `--flag value` tokens for a readable multi-line command."""
+def _pairs(words: list[str]) -> list[str]:
+    """Group `--flag value` words (already shell-quoted) for a readable multi-line command."""
     out: list[str] = []
-    for tok in tokens:
-        if tok.startswith("--") or not out:
-            out.append(shlex.quote(tok))
+    for word in words:
+        if word.startswith("--") or not out:
+            out.append(word)
         else:
-            out[-1] += " " + shlex.quote(tok)
+            out[-1] += " " + word
     return out

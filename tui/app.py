@@ -26,7 +26,7 @@ from sglaunch.facts.model import hf_cached_repos
 from sglaunch.flags.launchline import LaunchLine
 from sglaunch.flags.schema import FlagSchema
 from sglaunch.revalidate import profile_named_version, version_changes
-from sglaunch.session import LaunchSession, inherited_env
+from sglaunch.session import GpuChoice, LaunchSession, inherited_env
 from sglaunch.tui import messages as m
 from sglaunch.tui.collaborators import Collaborators
 from sglaunch.tui.palette import editor_commands, keys_command
@@ -34,7 +34,6 @@ from sglaunch.tui.profile_flow import ProfileFlow
 from sglaunch.tui.screens.card import CardScreen
 from sglaunch.tui.screens.dialogs import (
     ConfirmScreen,
-    GpuChoice,
     GpuScreen,
     OpenModelScreen,
     PasteScreen,
@@ -57,6 +56,7 @@ if TYPE_CHECKING:
     from sglaunch.runtime.attach_target import AttachTarget
     from sglaunch.validators.memory.plan import MemoryPlan
 
+RETRY_EVERY_S = 30.0  # looking for sglang again on focus, at most this often
 # a flag that runs code from the model folder: any change to it is said out loud
 SECURITY_FLAGS = {"trust_remote_code": "the model folder's own Python code will run in sglang"}
 
@@ -141,7 +141,9 @@ class SglaunchApp(App[int]):
             self.session.load_argv(argv or [], env)
         self.tiers = TwoTier(collaborators.oracle)
         self.verdict: Verdict = self.tiers.verdict(self.session)
-        self.server = ServerControl(self, collaborators.server_factory)
+        self.server = ServerControl(
+            self, collaborators.server_factory, on_measured=self.read_memory_facts
+        )
         self.profile_flow = ProfileFlow(self)
         self.preview_mode = "command"
         self._oracle_timer: Timer | None = None
@@ -150,6 +152,7 @@ class SglaunchApp(App[int]):
         self.last_edit_done_at: float = 0.0
         self.first_frame_at: float | None = None
         self._validated_with: str | None = None  # the opened profile's release, to compare
+        self._retried_at = -RETRY_EVERY_S
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -211,7 +214,8 @@ class SglaunchApp(App[int]):
     def _load_model(self, source: str) -> None:
         started = time.perf_counter()
         try:
-            facts = self.c.model_loader(source)
+            # the release decides which model types need remote code, as for check
+            facts = self.c.model_loader(source, sglang_version=self.active.version)
         except UserError as exc:
             self.post_message(m.ModelFailed(source, exc.message))
             return
@@ -269,8 +273,7 @@ class SglaunchApp(App[int]):
         named = self.named_version or profile_named_version(validated)
         if self.active.source is not VersionSource.INSTALLED and named != self.active.version:
             self.active = choose(None, named)
-            self.session.set_sglang_version(self.active.version)
-            self.main.set_flags_title(f"{self.active.label()} · {len(self.schema)} flags")
+            self._use_release(self.active.version)
 
     def _say_version_changes(self) -> None:
         """Once the profile's model is read: what differs from the release it was validated with."""
@@ -294,17 +297,35 @@ class SglaunchApp(App[int]):
     @on(m.FlagFactsLoaded)
     def _flag_facts_loaded(self, message: m.FlagFactsLoaded) -> None:
         facts = message.facts
-        self.active = facts.active
-        if facts.schema.help_included or facts.schema.sglang_version != self.schema.sglang_version:
-            # the installed release's own flags, with its help text: search covers it too
-            self.schema = facts.schema
-            self.session.schema = facts.schema
-            self.main.query_one(FlagEditor).set_schema(facts.schema)
-        self.session.set_sglang_version(facts.active.version)
-        self.main.set_flags_title(facts.summary())
+        kept = self.active.source is VersionSource.NAMED and facts.active.source is not (
+            VersionSource.INSTALLED
+        )
+        if kept:
+            # no sglang here, and the profile named its release: keep checking for that one
+            self._use_release(self.active.version)
+        else:
+            self.active = facts.active
+            self._use_schema(facts.schema)
+            self.session.set_sglang_version(facts.active.version)
+            self.main.set_flags_title(facts.summary())
         for line in facts.lines():
             self.notify(line, title="sglang version", severity="warning", timeout=10)
         self.refresh_views()
+
+    def _use_schema(self, schema: FlagSchema) -> None:
+        """Another release's flags, or the same with sglang's help text: search covers it."""
+        if schema.help_included or schema.sglang_version != self.schema.sglang_version:
+            self.schema = schema
+            self.session.schema = schema
+            self.main.query_one(FlagEditor).set_schema(schema)
+
+    def _use_release(self, version: str) -> None:
+        """Check for `version` with its bundled flags (no installed sglang says otherwise)."""
+        from sglaunch.flags.schema import bundled_schema
+
+        self._use_schema(bundled_schema(version))
+        self.session.set_sglang_version(version)
+        self.main.set_flags_title(f"{self.active.label()} · {len(self.schema)} flags")
 
     @on(m.OracleStarted)
     def _oracle_started(self, message: m.OracleStarted) -> None:
@@ -523,8 +544,11 @@ class SglaunchApp(App[int]):
             self.notify("no sglang interpreter is configured", severity="warning")
 
     def on_app_focus(self) -> None:
-        # back from another terminal (where `sglaunch oracle setup` ran, say): look again
-        if self.tiers.phase is Phase.UNAVAILABLE:
+        # back from another terminal (where `sglaunch oracle setup` ran, say): look again,
+        # at most every RETRY_EVERY_S: a broken install costs seconds of imports per try
+        now = time.monotonic()
+        if self.tiers.phase is Phase.UNAVAILABLE and now - self._retried_at >= RETRY_EVERY_S:
+            self._retried_at = now
             self.action_retry_oracle()
 
     def action_paste(self) -> None:
@@ -614,6 +638,31 @@ class SglaunchApp(App[int]):
         return self.session.launch_spec(
             os.environ, resolved=answer.resolved if answer is not None else None
         )
+
+    def restart_server(self) -> None:
+        """The monitor's `r`: the edited launch, through the same checks as ctrl+l."""
+        blocked = blocked_reason(self.session, self.verdict)
+        if blocked:
+            self.notify(blocked, title="Not restarted", severity="error", timeout=8)
+            return
+        try:
+            spec = self.launch_spec()
+        except UserError as exc:  # e.g. a secret's variable is no longer set
+            self.notify(exc.message, title="Not restarted", severity="error", timeout=10)
+            return
+        self.notify("restarting with the current flags", timeout=4)
+        self.server.restart(spec)
+
+    @work(thread=True, exclusive=True, group="memory-facts")
+    def read_memory_facts(self) -> None:
+        from sglaunch.memory.facts import memory_facts
+
+        self.post_message(m.MemoryFactsRead(memory_facts(self.session.gpu)))
+
+    @on(m.MemoryFactsRead)
+    def _memory_facts_read(self, message: m.MemoryFactsRead) -> None:
+        self.session.set_memory_facts(message.memory)
+        self.refresh_views(ask=False)
 
     def start_launch(self) -> None:
         try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from sglaunch.tui.server import ServerFactory
 from sglaunch.validators.facts import GpuFacts, ModelFacts
@@ -16,10 +17,16 @@ from sglaunch.verdict import OracleClient
 from sglaunch.versions import FlagFacts
 
 
+class ModelLoader(Protocol):
+    """sglaunch.facts.model.load_model_facts, or a fake."""
+
+    def __call__(self, source: str, *, sglang_version: str | None = None) -> ModelFacts: ...
+
+
 @dataclass
 class Collaborators:
     gpu_probe: Callable[[], GpuFacts]
-    model_loader: Callable[[str], ModelFacts]
+    model_loader: ModelLoader
     # sglang's own resolution: sglaunch.oracle.client.Oracle, the shared service, or a fake
     oracle: OracleClient | None = None
     # the runtime: LaunchSpec -> sglaunch.runtime.Monitor (tests add the stand-in server)

@@ -55,6 +55,14 @@ class OracleAnswered(Message):
         self.reply = reply
 
 
+class MemoryFactsRead(Message):
+    """The calibration store was read again (a launch measured a start-up cost)."""
+
+    def __init__(self, memory: MemoryFacts) -> None:
+        super().__init__()
+        self.memory = memory
+
+
 class FlagFactsLoaded(Message):
     """The installed sglang's flags were read, and which release the checks are for."""
 

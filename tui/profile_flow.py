@@ -22,7 +22,7 @@ def running_servers() -> dict[str, list[str]]:
 
     try:
         runs = running_by_profile()
-    except (OSError, UserError):
+    except Exception:  # a mark in a picker must never cost the picker (a corrupt run, …)
         return {}
     return {name: [f"{r.url or '?'} (pid {r.pid})" for r in found] for name, found in runs.items()}
 
@@ -62,6 +62,12 @@ class ProfileFlow:
             self.app.notify(exc.message, title="Not saved", severity="error", timeout=10)
             return False
         typed = [d for d in saved.secrets if d in session.flags]
+        for name_ in session.unsaved_env():
+            self.app.notify(
+                f"{name_} looks like a secret and was not saved: export it in the shell that "
+                "starts sglaunch (the server inherits it)",
+                timeout=8,
+            )
         session.mark_saved(saved)
         for dest in typed:  # typed in: the profile keeps only a reference
             self.app.notify(

@@ -8,6 +8,7 @@ threads and only post `ServerReported`; the App hands each event to the monitor 
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -35,13 +36,21 @@ def _changed(running: LaunchSpec, wanted: LaunchSpec) -> bool:
 
 
 class ServerControl:
-    def __init__(self, app: App[int], factory: ServerFactory | None) -> None:
+    def __init__(
+        self,
+        app: App[int],
+        factory: ServerFactory | None,
+        *,
+        on_measured: Callable[[], object] = lambda: None,
+    ) -> None:
         self.app = app
+        self._on_measured = on_measured  # a start-up cost was measured: re-read the facts
         self.factory = factory
         self.monitor: Monitor | Watcher | None = None
         self.spec: LaunchSpec | None = None
         self.screen: MonitorScreen | None = None
         self.watcher: Watcher | None = None
+        self.busy = threading.Event()  # a start or a restart is under way
         self._unsubscribe: Callable[[], None] | None = None
 
     @property
@@ -74,8 +83,14 @@ class ServerControl:
         if self.factory is None:
             self.app.notify("no server launcher configured", severity="error")
             return
+        if self.busy.is_set():
+            self.app.notify("the server is starting or restarting: one moment", timeout=4)
+            return
         if self.watcher is not None:
             # a launch here replaces watching the attached server, which keeps running
+            if self._unsubscribe is not None:
+                self._unsubscribe()
+                self._unsubscribe = None
             self.watcher.stop()
             self.watcher = None
             self.monitor = None
@@ -91,16 +106,30 @@ class ServerControl:
             return  # the same launch: show it
         self.screen.starting(spec)
         self.spec = spec
-        self.app.run_worker(lambda: self._start(spec), thread=True, group="server", exclusive=True)
+        self._in_worker(lambda: self._start(spec))
 
     def restart(self, spec: LaunchSpec) -> None:
         """Stop the server and start `spec` in its place: a new run directory."""
+        if self.busy.is_set():
+            # a second restart while one runs would start two servers on one port
+            self.app.notify("already restarting: one moment", timeout=4)
+            return
         self.spec = spec
         if self.screen is not None:
             self.screen.starting(spec)
-        self.app.run_worker(
-            lambda: self._restart(spec), thread=True, group="server", exclusive=True
-        )
+        self._in_worker(lambda: self._restart(spec))
+
+    def _in_worker(self, job: Callable[[], None]) -> None:
+        """One start or restart at a time: `busy` is set until the job is done."""
+        self.busy.set()
+
+        def run() -> None:
+            try:
+                job()
+            finally:
+                self.busy.clear()
+
+        self.app.run_worker(run, thread=True, group="server", exclusive=True)
 
     def stop(self) -> None:
         if not self.owned:
@@ -114,8 +143,13 @@ class ServerControl:
             )
 
     def reported(self, event: MonitorEvent) -> None:
+        from sglaunch.runtime import EventKind
+
         if self.screen is not None and self.monitor is not None:
             self.screen.server_event(event, self.monitor.snapshot())
+        if event.kind is EventKind.MEMORY:
+            # a start-up cost was just measured: the next plan here uses it, and says so
+            self._on_measured()
 
     def not_started(self, message: str, diagnosis: Diagnosis | None) -> None:
         if self.screen is not None:

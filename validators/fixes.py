@@ -65,6 +65,18 @@ def vet_fixes(inp: CheckInput, findings: Sequence[Finding], run: Run) -> list[Fi
     """`findings` with every fix that does not hold removed (order kept)."""
     out: list[Finding] = []
     vetted = 0
+    # findings often offer the same fix (the DP error and its deprecation both drop the
+    # old spelling): one run of the rules per distinct fixed launch
+    seen: dict[str, Sequence[Finding]] = {}
+
+    def after(fix: Fix) -> Sequence[Finding]:
+        fixed = fixed_input(inp, fix)
+        issues = tuple(i.option for i in fixed.flag_issues)
+        key = repr((sorted(fixed.flags.items(), key=lambda kv: kv[0]), issues))
+        if key not in seen:
+            seen[key] = run(fixed)
+        return seen[key]
+
     for finding in findings:
         if not finding.fixes:
             out.append(finding)
@@ -76,7 +88,7 @@ def vet_fixes(inp: CheckInput, findings: Sequence[Finding], run: Run) -> list[Fi
         kept = tuple(
             fix
             for fix in finding.fixes[:MAX_FIXES]
-            if fix_holds(finding, fix, findings, run(fixed_input(inp, fix)))
+            if fix_holds(finding, fix, findings, after(fix))
         )
         out.append(finding if kept == finding.fixes else replace(finding, fixes=kept))
     return out

@@ -183,6 +183,7 @@ def check_command(
     paint = Painter(err)
     try:
         if session.issues:
+            tiers.switch_off("skipped: sglang's parser would stop at the flag errors first")
             # sglang's parser stops here (exit 2): say just that, one line per flag
             for f in session.report.findings:
                 if f.code in PARSE_CODES:

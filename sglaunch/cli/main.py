@@ -9,6 +9,7 @@
     sglaunch profiles list | show | export | import | delete | diff
     sglaunch oracle setup | status | stop
     sglaunch runs list | show RUN | logs RUN [--follow] | stop RUN | prune
+    sglaunch attach RUN | --url URL [--json] [--api-key-env VAR]
 
 Nothing heavy is imported here: each command imports what it needs.
 """
@@ -85,7 +86,7 @@ def top_parser() -> Parser:
         prog="sglaunch",
         description=(
             "A launch assistant for SGLang: check server flags against sglang's own rules before "
-            "anything loads, launch, and watch the server. Subcommands: check, fit, explain, profiles, oracle, runs."
+            "anything loads, launch, and watch the server. Subcommands: check, fit, explain, profiles, oracle, runs, attach."
         ),
     )
     p.add_argument(

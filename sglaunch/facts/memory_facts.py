@@ -7,7 +7,6 @@ known (reads the safetensors headers and hf_quant_config.json, never tensors).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -35,14 +34,29 @@ def with_memory_shapes(
 
 
 def read_hf_quant_config(model_dir: Path) -> dict[str, Any] | None:
+    """hf_quant_config.json as data (bounded, like every file a model folder brings), else None.
+
+    A file that is not one (too deep, not JSON, a FIFO) says nothing about the KV dtype:
+    the plan goes on without it rather than refusing the model.
+    """
+    from sglaunch.safeio import InputError, parse_json, read_text, shown
+
     path = model_dir / HF_QUANT_CONFIG
-    try:
-        if not path.is_file() or path.stat().st_size > _MAX_QUANT_CONFIG:
-            return None
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    if not path.is_file():
         return None
-    return data if isinstance(data, dict) else None
+    label = shown(path)
+    try:
+        text = read_text(path, limit=_MAX_QUANT_CONFIG, label=label, noun="a quantization config")
+        data = parse_json(text, label=label, what="quantization config")
+    except (OSError, InputError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    # only the shapes the plan reads: a section that is not an object counts as absent
+    quant = data.get("quantization")
+    if quant is not None and not isinstance(quant, dict):
+        data = {k: v for k, v in data.items() if k != "quantization"}
+    return data
 
 
 def with_weight_breakdown(

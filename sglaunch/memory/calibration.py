@@ -45,17 +45,18 @@ def _key(gpu_name: str, driver: str, tp_size: int) -> str:
 
 def load(path: Path | None = None) -> dict[str, Calibration]:
     """Every stored calibration; {} when there is no store. A corrupt store raises UserError."""
+    from sglaunch.safeio import InputError, parse_json, read_text
+
     path = path or store_path()
     try:
         if not path.is_file():
             return {}
-        if path.stat().st_size > MAX_BYTES:
-            raise UserError(f"{path} is larger than {MAX_BYTES} bytes; remove it to recalibrate")
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = read_text(path, limit=MAX_BYTES, label=str(path), noun="a calibration store")
+        data = parse_json(text, label=str(path), what="calibration store")
     except OSError:
         return {}
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path} is not valid JSON ({exc}); remove it to recalibrate") from exc
+    except InputError as exc:
+        raise UserError(f"{exc.message}; remove it to recalibrate") from None
     entries = data.get("entries") if isinstance(data, dict) else None
     if not isinstance(entries, dict):
         raise UserError(f"{path} has no 'entries' object; remove it to recalibrate")

@@ -11,16 +11,13 @@ the whole state at any time. Nothing here knows about a UI.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 import os
-import queue
 import selectors
 import subprocess
 import sys
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
@@ -31,6 +28,7 @@ from sglaunch.runtime.failures import Diagnosis, diagnose, diagnosis_for
 from sglaunch.runtime.lines import LineSplitter
 from sglaunch.runtime.load import LoadStats
 from sglaunch.runtime.logparse import parse_line
+from sglaunch.runtime.observed import Observed
 from sglaunch.runtime.poller import GpuProbe, Poller, PollPlan, default_gpu_probe
 from sglaunch.runtime.probe import Endpoint, free_port, port_problem
 from sglaunch.runtime.process import DEFAULT_GRACE_S, ServerProcess, SpawnError
@@ -38,7 +36,7 @@ from sglaunch.runtime.relay import SECRETS_ENV
 from sglaunch.runtime.rundir import RunDir
 from sglaunch.runtime.spec import LaunchSpec
 from sglaunch.runtime.startup import StartupTracker
-from sglaunch.runtime.state import EventKind, GpuSample, MonitorEvent, MonitorState, Status
+from sglaunch.runtime.state import EventKind, GpuSample, MonitorEvent, Status
 from sglaunch.secrets import MASK, is_secret_env_name, mask_argv
 from sglaunch.validators import runtime_cards as rc
 
@@ -74,7 +72,7 @@ class _Run:
         self.poller: Poller | None = None
 
 
-class Monitor:
+class Monitor(Observed):
     def __init__(
         self,
         spec: LaunchSpec,
@@ -100,50 +98,15 @@ class Monitor:
         self._gpu_probe = gpu_probe
         self.metrics_window = metrics_window
         self.runs_root = runs_root
-        self._lock = threading.RLock()
-        self._subscribers: list[Subscriber] = []
-        self._ring: deque[str] = deque(maxlen=log_buffer)
-        self._seq = 0
+        super().__init__(log_buffer)
         self._proc: ServerProcess | None = None
         self._rundir: RunDir | None = None
         self._run = _Run(spec, metrics_interval)
 
-    # --- subscriptions
-
-    def subscribe(self, callback: Subscriber) -> Callable[[], None]:
-        """Call `callback(event)` for every event, on the monitor's threads."""
-        with self._lock:
-            self._subscribers.append(callback)
-
-        def unsubscribe() -> None:
-            with self._lock, contextlib.suppress(ValueError):
-                self._subscribers.remove(callback)
-
-        return unsubscribe
-
-    def events(self) -> queue.Queue[MonitorEvent]:
-        """A queue that receives every event from now on."""
-        q: queue.Queue[MonitorEvent] = queue.Queue()
-        self.subscribe(q.put)
-        return q
-
-    def _emit(self, events: list[MonitorEvent]) -> None:
-        if not events:
-            return
-        with self._lock:
-            subs = list(self._subscribers)
-        for ev in events:
-            for sub in subs:
-                with contextlib.suppress(Exception):
-                    sub(ev)
+    def _tracker(self) -> StartupTracker:
+        return self._run.tracker
 
     # --- public facts
-
-    def snapshot(self) -> MonitorState:
-        with self._lock:
-            state = self._run.tracker.state.copy()
-            state.log_lines = self._seq
-            return state
 
     @property
     def pid(self) -> int | None:
@@ -156,21 +119,6 @@ class Monitor:
     @property
     def endpoint(self) -> Endpoint:
         return self.spec.flags.endpoint
-
-    def log_tail(self, n: int = 200) -> list[str]:
-        with self._lock:
-            return list(itertools.islice(self._ring, max(len(self._ring) - n, 0), None))
-
-    def lines_since(self, seq: int) -> tuple[int, list[str]]:
-        """(current sequence number, the lines after `seq` still in the ring buffer)."""
-        with self._lock:
-            missing = min(self._seq - seq, len(self._ring))
-            lines = (
-                list(itertools.islice(self._ring, len(self._ring) - missing, None))
-                if missing > 0
-                else []
-            )
-            return self._seq, lines
 
     def tree_pids(self) -> set[int]:
         return self._proc.tree_pids() if self._proc else set()
@@ -228,7 +176,10 @@ class Monitor:
             proc = self._spawn_detached(rundir) if detach else self._spawn(run)
         except SpawnError as exc:
             rundir.close_log()
-            rundir.update_status(status=str(Status.FAILED), error=str(exc), profile=spec.profile)
+            with contextlib.suppress(OSError):
+                rundir.update_status(
+                    status=str(Status.FAILED), error=str(exc), profile=spec.profile
+                )
             with self._lock:
                 run.tracker.state.status = Status.FAILED
             run.done.set()
@@ -240,14 +191,16 @@ class Monitor:
             events = run.tracker.spawned(
                 proc.pid, str(rundir.path), flags.endpoint.url, command, started_at
             )
-        rundir.update_status(
-            profile=spec.profile,
-            status=str(Status.STARTING),
-            pid=proc.pid,
-            url=flags.endpoint.url,
-            started_at=started_at,
-            detached=detach,
-        )
+        # the server runs either way; without the record only `sglaunch runs` cannot see it
+        with contextlib.suppress(OSError):
+            rundir.update_status(
+                profile=spec.profile,
+                status=str(Status.STARTING),
+                pid=proc.pid,
+                url=flags.endpoint.url,
+                started_at=started_at,
+                detached=detach,
+            )
         if detach:
             target: Callable[..., None] = self._tail_file
             args: tuple[Any, ...] = (run, rundir.log_path)
@@ -295,7 +248,11 @@ class Monitor:
             },
         )
         if spec.resolved is not None:
-            rundir.write_json("resolved.json", dict(spec.resolved))
+            # sglang resolves a typed-in key to its value: the record keeps only ****
+            from sglaunch.secrets import mask_json, secret_values
+
+            resolved = mask_json(dict(spec.resolved), secret_values(spec.argv))
+            rundir.write_json("resolved.json", resolved)
         return rundir
 
     def _spawn(self, run: _Run) -> ServerProcess:
@@ -357,7 +314,8 @@ class Monitor:
         with self._lock:
             events = self._run.tracker.stop_requested(proc.pid, now)
         if events and self._rundir:
-            self._rundir.update_status(stop_requested_at=now, status=str(Status.STOPPING))
+            with contextlib.suppress(OSError):
+                self._rundir.update_status(stop_requested_at=now, status=str(Status.STOPPING))
         self._emit(events)
         if not wait:
             threading.Thread(target=proc.stop, args=(grace,), daemon=True).start()
@@ -394,7 +352,8 @@ class Monitor:
                 proc.pid, str(self.run_dir), self.endpoint.url, time.time()
             )
         if self._rundir:
-            self._rundir.update_status(status=str(Status.DETACHED), detached_at=time.time())
+            with contextlib.suppress(OSError):
+                self._rundir.update_status(status=str(Status.DETACHED), detached_at=time.time())
         self._emit(events)
 
     # --- reading output
@@ -501,7 +460,7 @@ class Monitor:
                 return []
             comparison = prediction.compare(list(self._ring))
             run.tracker.state.memory = comparison
-        with contextlib.suppress(OSError, UserError):
+        with contextlib.suppress(Exception):  # a store we cannot write costs only the store
             prediction.calibrate(comparison)
         return [
             MonitorEvent(
@@ -514,9 +473,11 @@ class Monitor:
 
     def _record_ready(self, run: _Run) -> None:
         if self._rundir:
-            self._rundir.update_status(
-                status=str(Status.READY), ready_at=run.tracker.state.ready_at
-            )
+            # a full disk or a removed folder costs the record, never the following
+            with contextlib.suppress(OSError):
+                self._rundir.update_status(
+                    status=str(Status.READY), ready_at=run.tracker.state.ready_at
+                )
 
     # --- what the poller sees (called on its thread, through _Sink)
 

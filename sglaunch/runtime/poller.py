@@ -8,7 +8,6 @@ reducer. It never starts or stops anything.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -60,6 +59,16 @@ class PollPlan:
     startup_timeout: float | None = None
 
 
+def _json(body: bytes) -> Any:
+    """A server's JSON answer, read with the same limits as any file (ValueError if not)."""
+    from sglaunch.safeio import InputError, parse_json
+
+    try:
+        return parse_json(body, label="the server's answer", what="HTTP answer")
+    except InputError as exc:
+        raise ValueError(exc.message) from None
+
+
 def default_gpu_probe(env: Mapping[str, str]) -> GpuProbe:
     def probe() -> GpuFacts:
         from sglaunch.facts.gpu import probe_gpus
@@ -101,8 +110,16 @@ class Poller:
         self.stop_event.set()
 
     def run(self) -> None:
+        start = time.monotonic()  # once: a restart below must not push the deadline back
+        while not self.stop_event.is_set():
+            try:
+                self._run(start)
+                return
+            except Exception:  # an odd answer or a sink's fault: go on following, never die
+                self.stop_event.wait(1.0)
+
+    def _run(self, start: float) -> None:
         plan, stop = self.plan, self.stop_event
-        start = time.monotonic()
         next_probe = next_load = next_gpu = 0.0
         next_health = float("inf")
         post_ready_done = False
@@ -173,7 +190,7 @@ class Poller:
     def _after_ready(self) -> None:
         try:
             res = request(self.plan.endpoint, "/server_info", timeout=5.0)
-            info = json.loads(res.body) if res.status == 200 else None
+            info = _json(res.body) if res.status == 200 else None
         except (OSError, ValueError):
             info = None
         if not self.stop_event.is_set():
@@ -190,7 +207,7 @@ class Poller:
             if load is None:
                 res = request(self.plan.endpoint, "/v1/loads", timeout=5.0)
                 if res.status == 200:
-                    load = from_loads(json.loads(res.body), now)
+                    load = from_loads(_json(res.body), now)
         except (OSError, ValueError):
             return
         if load is not None and not self.stop_event.is_set():

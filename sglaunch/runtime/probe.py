@@ -40,6 +40,9 @@ class Response:
         return self.body.decode("utf-8", errors="replace")
 
 
+MAX_BODY = 32 << 20
+
+
 def request(
     endpoint: Endpoint, path: str, *, timeout: float = 2.0, method: str = "GET"
 ) -> Response:
@@ -55,7 +58,10 @@ def request(
     try:
         conn.request(method, path, headers=headers)
         res = conn.getresponse()
-        body = res.read()
+        # a server's answers are small (a few MB of /metrics at most); an endless one is not
+        body = res.read(MAX_BODY + 1)
+        if len(body) > MAX_BODY:
+            raise ConnectionError(f"{endpoint.url}{path} answered more than {MAX_BODY >> 20} MiB")
         return Response(res.status, body, res.getheader("content-type") or "")
     except http.client.HTTPException as exc:
         raise ConnectionError(f"bad HTTP response from {endpoint.url}{path}: {exc}") from exc

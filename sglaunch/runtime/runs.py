@@ -13,7 +13,6 @@ tail of its log). Nothing here stops or starts anything (runstop.py does).
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -136,15 +135,12 @@ def _read_json(path: Path) -> tuple[Any, str]:
         return None, f"cannot read {path.name}: {exc.strerror or exc}"
     if len(data) > MAX_RECORD_BYTES:
         return None, f"{path.name} is over {MAX_RECORD_BYTES >> 20} MiB: not a run record"
+    from sglaunch.safeio import InputError, parse_json
+
     try:
-        return json.loads(data), ""
-    except UnicodeDecodeError:
-        return None, f"{path.name} is not text"
-    except ValueError as exc:
-        return (
-            None,
-            f"{path.name} is not valid JSON ({getattr(exc, 'msg', exc)}, line {getattr(exc, 'lineno', '?')})",
-        )
+        return parse_json(data, label=path.name, what="run record"), ""
+    except InputError as exc:  # not text, not JSON, nested too deep, a number beyond 64 bits
+        return None, exc.message
 
 
 def read_tail(path: Path, lines: int = TAIL_LINES) -> tuple[str, ...]:

@@ -9,12 +9,8 @@ identity (a reused pid is not the server); a URL's server is gone when it stops 
 
 from __future__ import annotations
 
-import contextlib
-import itertools
-import queue
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -24,17 +20,18 @@ from sglaunch.runtime.failures import diagnose
 from sglaunch.runtime.load import LoadStats
 from sglaunch.runtime.logparse import parse_line
 from sglaunch.runtime.monitor import follow_file
+from sglaunch.runtime.observed import Observed
 from sglaunch.runtime.poller import GpuProbe, Poller, PollPlan, default_gpu_probe
 from sglaunch.runtime.probe import Endpoint, request
 from sglaunch.runtime.startup import StartupTracker, event
-from sglaunch.runtime.state import EventKind, GpuSample, MonitorEvent, MonitorState, Status
+from sglaunch.runtime.state import EventKind, GpuSample, MonitorEvent, Status
 
 Subscriber = Callable[[MonitorEvent], None]
 LIVENESS_S = 1.0
 UNREACHABLE_AFTER = 3  # a URL that refused this many checks in a row is gone
 
 
-class Watcher:
+class Watcher(Observed):
     owned = False  # stopping it only stops watching
 
     def __init__(
@@ -48,11 +45,8 @@ class Watcher:
         log_buffer: int = 2000,
         liveness_interval: float = LIVENESS_S,
     ) -> None:
+        super().__init__(log_buffer)
         self.target = target
-        self._lock = threading.RLock()
-        self._subscribers: list[Subscriber] = []
-        self._ring: deque[str] = deque(maxlen=log_buffer)
-        self._seq = 0
         self._stop = threading.Event()
         self._done = threading.Event()
         self._liveness_interval = liveness_interval
@@ -80,6 +74,9 @@ class Watcher:
 
     # --- the reading side, as a Monitor's -----------------------------------------------
 
+    def _tracker(self) -> StartupTracker:
+        return self.tracker
+
     @property
     def endpoint(self) -> Endpoint:
         return self.target.endpoint
@@ -91,38 +88,6 @@ class Watcher:
     @property
     def run_dir(self) -> Path | None:
         return self.target.run.path if self.target.run is not None else None
-
-    def subscribe(self, callback: Subscriber) -> Callable[[], None]:
-        with self._lock:
-            self._subscribers.append(callback)
-
-        def unsubscribe() -> None:
-            with self._lock, contextlib.suppress(ValueError):
-                self._subscribers.remove(callback)
-
-        return unsubscribe
-
-    def events(self) -> queue.Queue[MonitorEvent]:
-        q: queue.Queue[MonitorEvent] = queue.Queue()
-        self.subscribe(q.put)
-        return q
-
-    def snapshot(self) -> MonitorState:
-        with self._lock:
-            state = self.tracker.state.copy()
-            state.log_lines = self._seq
-            return state
-
-    def log_tail(self, n: int = 200) -> list[str]:
-        with self._lock:
-            return list(itertools.islice(self._ring, max(len(self._ring) - n, 0), None))
-
-    def lines_since(self, seq: int) -> tuple[int, list[str]]:
-        with self._lock:
-            missing = min(self._seq - seq, len(self._ring))
-            start = len(self._ring) - missing
-            lines = list(itertools.islice(self._ring, start, None)) if missing > 0 else []
-            return self._seq, lines
 
     def running(self) -> bool:
         return not self._done.is_set()
@@ -189,14 +154,18 @@ class Watcher:
                     self._gone(self._run_ending())
                     return
                 continue
+            # /ready is a flag, not a generation (/health runs one); only a refused or
+            # dropped connection counts: a busy server answering slowly is still there
             try:
-                request(self.target.endpoint, "/health", timeout=2.0)
+                request(self.target.endpoint, "/ready", timeout=5.0)
                 refused = 0
-            except OSError:
+            except (ConnectionRefusedError, ConnectionResetError):
                 refused += 1
                 if refused >= UNREACHABLE_AFTER:
-                    self._gone(None, f"{self.target.url} no longer answers")
+                    self._gone((None, False), f"{self.target.url} no longer answers")
                     return
+            except OSError:
+                continue
 
     def _process_gone(self) -> bool:
         from sglaunch.runtime.runs import load_run
@@ -208,17 +177,20 @@ class Watcher:
         except OSError:
             return True
 
-    def _run_ending(self) -> int | None:
-        from sglaunch.runtime.runs import load_run
+    def _run_ending(self) -> tuple[int | None, bool]:
+        """(its exit code, whether it was stopped on purpose), as its run recorded them."""
+        from sglaunch.runtime.runs import RunState, load_run
 
         run = self.target.run
         assert run is not None
-        with contextlib.suppress(OSError):
-            code = load_run(run.path, tail=0).returncode
-            return code if isinstance(code, int) else None
-        return None
+        try:
+            ended = load_run(run.path, tail=0)
+        except OSError:
+            return None, False
+        code = ended.returncode if isinstance(ended.returncode, int) else None
+        return code, ended.state is RunState.EXITED
 
-    def _gone(self, returncode: int | None, note: str = "") -> None:
+    def _gone(self, ending: tuple[int | None, bool], note: str = "") -> None:
         """The server ended while watched: how, as far as the run recorded it."""
         time.sleep(min(self._liveness_interval, 0.5))  # its last lines reach the log first
         self._stop.set()
@@ -231,6 +203,10 @@ class Watcher:
                 return diagnose(lines, ready=ready, returncode=code, flags=flags)
 
             st = self.tracker.state
+            returncode, stopped = ending
+            if stopped:
+                # `sglaunch runs stop`, or its owner, ended it on purpose: not a failure
+                st.stop_requested_at = st.stop_requested_at or time.time()
             if returncode is None and note:
                 st.status = Status.DIED if st.ready_at is not None else Status.FAILED
                 events = [event(EventKind.EXITED, time.time(), note, status=str(st.status))]
@@ -239,16 +215,6 @@ class Watcher:
                 events = self.tracker.exited(code, time.time(), fail_fast=None, diagnose=why)
         self._emit(events)
         self._done.set()
-
-    def _emit(self, events: list[MonitorEvent]) -> None:
-        if not events:
-            return
-        with self._lock:
-            subs = list(self._subscribers)
-        for ev in events:
-            for sub in subs:
-                with contextlib.suppress(Exception):
-                    sub(ev)
 
     def _observed(self, change: Callable[[StartupTracker], list[MonitorEvent]]) -> None:
         with self._lock:

@@ -187,3 +187,48 @@ def test_a_launch_without_a_model_is_a_one_line_error() -> None:
     with pytest.raises(UserError) as exc:
         LaunchSession(bundled_schema()).launch_spec({})
     assert "no model" in exc.value.message and "\n" not in exc.value.message
+
+
+def test_a_copied_line_reads_a_referenced_secret_from_its_variable_never_the_mask() -> None:
+    import subprocess
+
+    profile = pasted(LINE.format(model=example_dir("minicpm-sala"))).to_profile("sala")
+    session = LaunchSession.from_profile(profile, bundled_schema())
+    line = session.command_line()
+    assert "****" not in line and "sk-secret" not in line
+    assert '--api-key "${SGLAUNCH_API_KEY:?set SGLAUNCH_API_KEY}"' in line
+    assert "--api-key ****" in session.command_line(display=True)
+    # the shell expands it: the copied line runs with the value, and stops when it is unset
+    words = line.split(" ", 3)[-1]  # past the env assignments and the interpreter
+    echo = f"printf '%s\\n' {words}"
+    ran = subprocess.run(
+        ["bash", "-c", echo], env={"SGLAUNCH_API_KEY": "sk-v"}, capture_output=True, text=True
+    )
+    assert ran.stdout.splitlines()[-2:] == ["--api-key", "sk-v"]
+    unset = subprocess.run(["bash", "-c", echo], env={}, capture_output=True, text=True)
+    assert unset.returncode != 0 and "set SGLAUNCH_API_KEY" in unset.stderr
+
+
+def test_a_secret_looking_env_var_launches_but_is_never_saved() -> None:
+    session = loaded(LaunchSession(bundled_schema()), SALA)
+    session.set_env("HF_TOKEN", "hf_abcdef")
+    session.set_env("SGLANG_MINICPM_FORCE_DENSE", "1")
+    session.set_env("OPENAI_API_KEY", "${MY_KEY}")  # a reference is safe to keep
+    assert session.unsaved_env() == ["HF_TOKEN"]
+    profile = session.to_profile("env")
+    assert "HF_TOKEN" not in profile.env
+    assert profile.env["SGLANG_MINICPM_FORCE_DENSE"] == "1"
+    assert session.launch_spec({}).env["HF_TOKEN"] == "hf_abcdef"
+
+
+def test_a_planning_preset_is_not_checked_with_the_local_gpus_measured_cost() -> None:
+    from sglaunch.validators.memory.baseline import MemoryFacts
+
+    measured = MemoryFacts(startup_cost_by_tp={1: 3 << 30}, calibration_source="run x")
+    session = loaded(LaunchSession(bundled_schema(), probed=nvml_gpus()), SALA)
+    session.set_memory_facts(measured)
+    assert session.check_input().memory == measured
+    session.choose_preset("B200x4")
+    memory = session.check_input().memory
+    assert memory is not None and not memory.startup_cost_by_tp
+    assert memory.calibration_source == ""

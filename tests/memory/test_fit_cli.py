@@ -138,3 +138,23 @@ def test_check_json_has_the_memory_object() -> None:
     assert memory["mem_fraction_static"] == 0.93 and memory["mem_fraction_static_source"] == "flag"
     assert memory["verdict"] == "tight"  # the slack is below sglang's reserve
     assert "memory-slack-below-reserve" in err.getvalue()
+
+
+@pytest.mark.parametrize(("release", "offered"), [("0.5.21", False), ("0.5.22", True)])
+def test_dp_attention_layouts_only_for_releases_with_attn_dp_size(
+    release: str, offered: bool
+) -> None:
+    from sglaunch.facts.model import load_model_facts
+    from sglaunch.flags.schema import bundled_schema
+    from sglaunch.session import LaunchSession
+    from sglaunch.validators.memory.layouts import plan_layouts
+
+    model = "tests/data/models/deepseek-v2-lite"
+    session = LaunchSession(bundled_schema(release), planning_default="H100x4")
+    session.set_sglang_version(release)
+    session.request_model(model)
+    assert session.model_loaded(model, load_model_facts(model))
+    layouts = plan_layouts(session.check_input())
+    assert layouts and any(x.attn_dp > 1 for x in layouts) is offered
+    # what is offered is a line that release accepts
+    assert all("attn_dp_size" in bundled_schema(release).by_dest or x.attn_dp == 1 for x in layouts)

@@ -83,6 +83,25 @@ def test_a_watched_server_killed_from_outside_ends_the_watch(home: Path, wrapper
     assert listed(home)[0]["state"] == "crashed"
 
 
+def test_a_watched_server_stopped_with_runs_stop_is_stopped_not_crashed(
+    home: Path, wrapper: Path
+) -> None:
+    _, run, tree = detach(home, wrapper, "sala")
+    target = resolve_attach_target(run=run, root=home / "data" / "runs")
+    watcher = Watcher(target, gpu_interval=None, liveness_interval=0.2)
+    watcher.start()
+    try:
+        assert wait_for(lambda: watcher.snapshot().status is Status.READY, 20)
+        stopped = runs_cli(home, "stop", run, "--grace", "10")
+        assert stopped.returncode == 0, stopped.stderr
+        assert watcher.wait(20)
+        state = watcher.snapshot()
+        assert state.status is Status.STOPPED and state.diagnosis is None
+    finally:
+        watcher.stop()
+        wait_gone(tree)
+
+
 async def test_the_tui_attaches_and_leaving_keeps_the_server(home: Path, wrapper: Path) -> None:
     from sglaunch.tui.screens.monitor import MonitorScreen
     from tests.tui.conftest import make_app

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 from dataclasses import replace
 
 from sglaunch.facts.gpu import probe_gpus
@@ -183,3 +184,29 @@ async def test_restart_keeps_the_profile_secrets_and_takes_the_edits(tmp_path, m
         assert "--max-running-requests" in argv
         await pilot.press("s")
         await wait_for(pilot, lambda: screen.state.status is Status.STOPPED)
+
+
+async def test_a_second_restart_while_one_runs_starts_no_second_server() -> None:
+    built: list[Monitor] = []
+    make = factory("ok")
+
+    def counting(spec):  # type: ignore[no-untyped-def]
+        if built:
+            time.sleep(1.0)  # a restart that takes a while: the other presses land during it
+        built.append(make(spec))
+        return built[-1]
+
+    app = make_app(nvml=EIGHT_H100, server_factory=counting)
+    async with app.run_test(size=(160, 50)) as pilot:
+        screen = await launch(app, pilot)
+        await wait_for(pilot, lambda: screen.state.status is Status.READY)
+        await pilot.press("r", "r", "r")  # impatient: one restart, the others are refused
+        await wait_for(pilot, lambda: len(built) == 2 and screen.monitor is built[1])
+        await wait_for(pilot, lambda: screen.state.status is Status.READY)
+        await pilot.pause(0.5)
+        assert len(built) == 2 and not app.server.busy.is_set()
+        assert not built[0].running()
+        await pilot.press("s")
+        await wait_for(pilot, lambda: screen.state.status is Status.STOPPED)
+    for monitor in built:
+        assert not monitor.running()

@@ -33,6 +33,9 @@ async def test_a_profile_checks_for_the_release_it_was_validated_with(tmp_path: 
         assert DP_ERROR in [f.message for f in app.verdict.errors]
         assert app.sub_title.endswith("for sglang 0.5.20 (named)")
         assert "sglang 0.5.20 (named)" in str(app.main.query_one(FlagEditor).border_title)
+        # its flags too, once the flag facts (no sglang installed here) have come in
+        assert app.schema.sglang_version == "0.5.20"
+        assert app.session.schema is app.schema
 
 
 async def test_the_default_release_says_it_is_the_default_and_names_the_difference(

@@ -30,7 +30,7 @@ from sglaunch.errors import UserError
 from sglaunch.examples import EXAMPLES
 from sglaunch.facts.presets import PRESETS
 from sglaunch.flags.launchline import LaunchLine, parse_launch_line
-from sglaunch.session import LaunchSession
+from sglaunch.session import GpuChoice, LaunchSession
 from sglaunch.validators.facts import GpuFacts, GpuMode
 from sglaunch.verdict import Phase, Tone, TwoTier, Verdict
 
@@ -265,12 +265,6 @@ class GpuScreen(ModalScreen["GpuChoice | None"]):
     @on(Button.Pressed, "#gpu-cancel")
     def action_cancel(self) -> None:
         self.dismiss(None)
-
-
-class GpuChoice:
-    def __init__(self, *, preset: str | None = None, visible: str | None = None) -> None:
-        self.preset = preset
-        self.visible = visible
 
 
 @dataclass(frozen=True)

@@ -187,7 +187,7 @@ class MainScreen(Screen[None]):
             panel.show_loading(session.model_pending)
         elif session.model_error:
             kept = session.model.source if session.model is not None else None
-            panel.show_error(session.model_pending or "", session.model_error, kept=kept)
+            panel.show_error(session.model_error, kept=kept)
         elif session.model is not None:
             panel.show(session.model, trust_remote_code=trust)
         else:

@@ -285,7 +285,7 @@ class MonitorScreen(Screen[None]):
         line = Text(words.get(s.status, str(s.status)), style=styles.get(s.status, ""))
         if not self.control.owned:
             line = Text.assemble(
-                ("attached · ", "bold cyan"), line, ("  (q or e leaves it running)", "dim")
+                ("attached · ", "bold cyan"), line, ("  (ctrl+q or e leaves it running)", "dim")
             )
         if s.pid:
             line.append(f"   pid {s.pid}", style="dim")
@@ -481,19 +481,10 @@ class MonitorScreen(Screen[None]):
         self.control.stop()
 
     def action_restart(self) -> None:
-        """Restart with the flags as they are now in the editor."""
-        from sglaunch.errors import UserError
-
-        launch_spec = getattr(self.app, "launch_spec", None)
-        try:
-            spec = launch_spec() if launch_spec is not None else self.control.spec
-        except UserError as exc:  # e.g. a secret's variable is no longer set
-            self.notify(exc.message, title="Not restarted", severity="error", timeout=10)
-            return
-        if spec is None:
-            return
-        self.notify("restarting with the current flags", timeout=4)
-        self.control.restart(spec)
+        """Restart with the flags as they are now in the editor: the editor's checks first."""
+        restart = getattr(self.app, "restart_server", None)
+        if restart is not None:
+            restart()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("stop", "restart", "apply_fix") and not self.control.owned:

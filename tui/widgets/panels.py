@@ -105,7 +105,8 @@ class ModelPanel(Static):
             Text("no model yet: ctrl+o opens a folder, a cached repo or an example", style="dim")
         )
 
-    def show_error(self, source: str, message: str, *, kept: str | None = None) -> None:
+    def show_error(self, message: str, *, kept: str | None = None) -> None:
+        """A model that could not be read (`message` names it) and the one still checked."""
         self.set_class(True, "-error")
         still = f"\nstill checking against the previous model, {kept}" if kept else ""
         self.update(

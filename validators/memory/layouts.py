@@ -92,9 +92,15 @@ def candidate_layouts(gpus: int, *, dp_attention: bool) -> list[tuple[int, int, 
 def plan_layouts(inp: CheckInput, *, include_blocked: bool = True) -> list[Layout]:
     """Every candidate layout on the visible GPUs, planned and checked."""
     from sglaunch.validators.engine import validate
+    from sglaunch.validators.versions import has_attn_dp_size
 
     model = inp.model
-    dp_attention = model is not None and model.architecture not in NO_DP_ATTENTION
+    # attention DP is written --attn-dp-size, which exists from 0.5.22 only
+    dp_attention = (
+        model is not None
+        and model.architecture not in NO_DP_ATTENTION
+        and has_attn_dp_size(inp.sglang_version)
+    )
     base = {k: v for k, v in inp.flags.items() if k not in PARALLEL_FLAGS}
     out = []
     for tp, dp, pp, adp in candidate_layouts(inp.gpu.count, dp_attention=dp_attention):
@@ -103,7 +109,8 @@ def plan_layouts(inp: CheckInput, *, include_blocked: bool = True) -> list[Layou
             flags["attn_dp_size"] = adp
         variant = replace(inp, flags=flags)
         plan = plan_memory(variant)
-        report = validate(variant)
+        # only the blocking codes matter here: fixes are not offered, so not vetted
+        report = validate(variant, vet=False)
         blocking = tuple(
             dict.fromkeys(
                 f.code
