@@ -163,10 +163,17 @@ class Service:
                 "socket": str(self.paths.socket),
             }
 
-    def _write_info(self) -> None:
-        text = json.dumps(
-            {"pid": os.getpid(), "python": self.python, "started_at": self.started_at}
-        ).encode()
+    def _write_info(self, failed: OracleStatus | None = None) -> None:
+        info: dict[str, Any] = {
+            "pid": os.getpid(),
+            "python": self.python,
+            "started_at": self.started_at,
+        }
+        if failed is not None:
+            # the client that started this service may reach it only after it gave up:
+            # the lock file, which it takes next, says why
+            info["failed"] = dataclasses.asdict(failed)
+        text = json.dumps(info).encode()
         with contextlib.suppress(OSError):
             os.ftruncate(self.lock_fd, 0)
             os.pwrite(self.lock_fd, text, 0)
@@ -204,6 +211,7 @@ class Service:
         if not status.available:
             # nothing to share: new clients start a fresh service (a retry), the
             # waiting ones get this status first
+            self._write_info(failed=status)
             self._unlink_socket()
             self._wait_idle(FAILED_LINGER_S, until_no_clients=True)
         else:

@@ -79,6 +79,30 @@ def _log_tail(paths: ServicePaths) -> str:
     return lines[-1][:300] if lines else ""
 
 
+class ServiceStartFailed(ServiceRefused):
+    """The service this client started could not start sglang: its status says why."""
+
+    def __init__(self, status: Mapping[str, Any]) -> None:
+        super().__init__(str(status.get("reason") or "the oracle service could not start"))
+        self.status = status
+
+
+def _failed_status(lock_fd: int, *, since: float) -> Mapping[str, Any] | None:
+    """The status a service started at or after `since` left in its lock file as it gave up."""
+    import json
+
+    try:
+        info = json.loads(os.pread(lock_fd, 1 << 16, 0) or b"{}")
+    except (OSError, ValueError):
+        return None
+    if not isinstance(info, dict):
+        return None
+    failed, started = info.get("failed"), info.get("started_at")
+    if not isinstance(failed, dict) or not isinstance(started, int | float) or started < since:
+        return None
+    return failed
+
+
 def try_connect(paths: ServicePaths) -> Channel | None:
     """A connection to the live service at `paths`, None when nobody listens there.
 
@@ -174,6 +198,7 @@ def connect_or_spawn(
     """A connection to the service for `python` (started when none is alive) and its hello."""
     deadline = time.monotonic() + _SPAWN_S
     spawned = False
+    spawned_at = 0.0
     pause = 0.005
     while True:
         channel = try_connect(paths)
@@ -191,6 +216,9 @@ def connect_or_spawn(
         else:
             try:
                 if spawned:
+                    failed = _failed_status(lock_fd, since=spawned_at)
+                    if failed is not None:
+                        raise ServiceStartFailed(failed)
                     tail = _log_tail(paths)
                     raise ServiceRefused(
                         "the oracle service exited as it started"
@@ -199,6 +227,7 @@ def connect_or_spawn(
                 # nobody holds the lock, so nobody serves: any socket there is stale
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(paths.socket)
+                spawned_at = time.time()
                 _spawn(paths, python, lock_fd, idle, start_timeout)
                 spawned = True
             finally:
@@ -241,6 +270,12 @@ def known_sglang_version(python: str | None = None) -> str | None:
 def forwarded_env(environ: Mapping[str, str]) -> dict[str, str]:
     """What a worker of this process would have inherited and the shared one must be told."""
     return {k: v for k, v in environ.items() if k.startswith(FORWARDED_PREFIXES)}
+
+
+def _status_from(data: Mapping[str, Any], python: str) -> OracleStatus:
+    fields = {f.name for f in dataclasses.fields(OracleStatus)}
+    status = OracleStatus(**{k: v for k, v in data.items() if k in fields})
+    return status if status.python else dataclasses.replace(status, python=python)
 
 
 class ServiceOracle:
@@ -305,6 +340,10 @@ class ServiceOracle:
         for attempt in (1, 2):
             try:
                 status = self._start_once(python)
+            except ServiceStartFailed as exc:
+                self._drop()
+                self._status = _status_from(exc.status, python)
+                return self._status
             except ServiceRefused as exc:
                 self._drop()
                 self._status = OracleStatus(available=False, reason=str(exc), python=python)
@@ -347,8 +386,7 @@ class ServiceOracle:
         data = reply.get("status")
         if not isinstance(data, dict):
             raise ChannelClosed("the oracle service sent no status")
-        fields = {f.name for f in dataclasses.fields(OracleStatus)}
-        return OracleStatus(**{k: v for k, v in data.items() if k in fields})
+        return _status_from(data, python)
 
     def close(self) -> None:
         """Drop this client's connection; safe from any thread, even mid-request."""

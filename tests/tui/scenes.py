@@ -34,7 +34,9 @@ async def paste(pilot) -> None:  # type: ignore[no-untyped-def]
     await settle(pilot)
     await pilot.press("ctrl+k")
     await pilot.pause()
-    pilot.app.screen.query_one(TextArea).text = PASTED
+    area = pilot.app.screen.query_one(TextArea)
+    area.cursor_blink = False  # a blink caught mid-way made the snapshot flaky under load
+    area.text = PASTED
     await pilot.pause()
 
 
