@@ -46,6 +46,12 @@ def monitor_until(status: Status) -> Callable[..., Awaitable[None]]:
     return run
 
 
+async def layouts(pilot) -> None:  # type: ignore[no-untyped-def]
+    await settle(pilot)
+    await pilot.press("m")  # the parallel layouts that fit, each planned and checked
+    await pilot.pause(0.5)
+
+
 def shots() -> list[
     tuple[str, Callable[[], SglaunchApp], tuple[int, int], Callable[..., Awaitable[None]]]
 ]:
@@ -62,6 +68,12 @@ def shots() -> list[
             lambda: make_app(oracle=FakeOracle(), gpu_spec="H100x8", argv=DP_LINE),
             (160, 50),
             open_card,
+        ),
+        (
+            "layouts",
+            lambda: make_app(oracle=FakeOracle(), gpu_spec="H100x8", argv=DP_LINE),
+            (160, 50),
+            layouts,
         ),
         ("paste", lambda: make_app(oracle=FakeOracle(), gpu_spec="H100x8"), (120, 36), paste),
         (
