@@ -41,12 +41,17 @@ def factory(scenario: str, nvml: FakeNvml | None = None):  # type: ignore[no-unt
     return build
 
 
-async def wait_for(pilot, predicate, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+async def wait_for(pilot, predicate, timeout: float = 30.0, why=None) -> None:  # type: ignore[no-untyped-def]
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not predicate():
-        assert loop.time() < deadline, "timed out"
+        assert loop.time() < deadline, f"timed out{': ' + why() if why else ''}"
         await pilot.pause(0.1)
+
+
+def toasts(app: SglaunchApp) -> str:
+    """What the app told the user: a timed-out wait says it, so a failure names its cause."""
+    return " | ".join(n.message for n in app._notifications)
 
 
 async def launch(app: SglaunchApp, pilot) -> MonitorScreen:  # type: ignore[no-untyped-def]
@@ -201,7 +206,13 @@ async def test_a_second_restart_while_one_runs_starts_no_second_server() -> None
         screen = await launch(app, pilot)
         await wait_for(pilot, lambda: screen.state.status is Status.READY)
         await pilot.press("r", "r", "r")  # impatient: one restart, the others are refused
-        await wait_for(pilot, lambda: len(built) == 2 and screen.monitor is built[1])
+        # a loaded machine stops the first server slowly (SIGTERM, 5 s grace, SIGKILL)
+        await wait_for(
+            pilot,
+            lambda: len(built) == 2 and screen.monitor is built[1],
+            timeout=90.0,
+            why=lambda: f"{len(built)} built, busy={app.server.busy.is_set()}, told: {toasts(app)}",
+        )
         await wait_for(pilot, lambda: screen.state.status is Status.READY)
         await pilot.pause(0.5)
         assert len(built) == 2 and not app.server.busy.is_set()
