@@ -9,6 +9,11 @@ ALL_RELEASES := 0.5.19 0.5.20 0.5.21 0.5.22
 RELEASE_ENVS := $(foreach v,$(TEST_RELEASES),.venv-sglang-$(v)/.installed)
 RELEASE_PYTHONS := $(foreach v,$(TEST_RELEASES),$(CURDIR)/.venv-sglang-$(v)/bin/python)
 
+# A shell that sets PYTHONDONTWRITEBYTECODE makes every process the tests start compile
+# sglaunch from source again (~0.2 s each, hundreds of them): the bytecode cache is kept
+# (__pycache__/ is git-ignored), the way a user's own installation has it.
+unexport PYTHONDONTWRITEBYTECODE
+
 .PHONY: run test test-gpu lint typecheck imports format bench screenshots schema clean
 
 run: $(VENV)/.installed

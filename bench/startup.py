@@ -40,8 +40,38 @@ async def ready(pilot):
 app.run(headless=True, size=(160, 50), auto_pilot=ready)
 """
 
+# the yardstick on a noisy machine: the smallest Textual app to its first frame, same way
+BASELINE = r"""
+import json, time
+from textual.app import App
+from textual.widgets import Static
+
+class Hello(App):
+    def compose(self):
+        yield Static("hello")
+
+async def ready(pilot):
+    await pilot.pause()
+    print(json.dumps({"ready": time.time()}), flush=True)
+    pilot.app.exit()
+
+Hello().run(headless=True, size=(160, 50), auto_pilot=ready)
+"""
+
 RUNS = 5
 TOGGLES = 40
+
+
+def baseline() -> list[float]:
+    times = []
+    for _ in range(RUNS):
+        t0 = time.time()
+        out = subprocess.run(
+            [sys.executable, "-c", BASELINE], capture_output=True, text=True, check=True
+        )
+        line = next(x for x in out.stdout.splitlines() if x.startswith("{"))
+        times.append(json.loads(line)["ready"] - t0)
+    return times
 
 
 def startup() -> tuple[list[float], list[float], list[str]]:
@@ -105,9 +135,14 @@ async def keystrokes() -> tuple[list[float], list[float]]:
 def main() -> None:
     sys.path.insert(0, ".")
     times, settled, heavy = startup()
+    base = statistics.median(baseline())
     print(
         f"process start to first interactive frame (headless, {RUNS} runs): median {statistics.median(times):.3f} s, "
         f"min {min(times):.3f} s  (budget 0.5 s)"
+    )
+    print(
+        f"  the smallest Textual app to its first frame, same machine: median {base:.3f} s "
+        f"-> sglaunch takes {statistics.median(times) / base:.2f}x that"
     )
     print(
         f"process start to settled (GPUs probed, model loaded, first verdict): median {statistics.median(settled):.3f} s"

@@ -9,6 +9,7 @@ from sglaunch.examples import DEFAULT_EXAMPLE
 from sglaunch.exitcodes import ExitCode
 
 if TYPE_CHECKING:
+    from sglaunch.runtime import LaunchSpec, Monitor
     from sglaunch.runtime.attach_target import AttachTarget
     from sglaunch.tui.app import SglaunchApp
 
@@ -79,9 +80,8 @@ def build_app(
     except ImportError:
         pass
     from sglaunch.oracle.interpreter import find_sglang_python
-    from sglaunch.runtime import Monitor
 
-    collab.server_factory = lambda spec: Monitor(spec, startup_timeout=1800.0)
+    collab.server_factory = _monitor
     found = find_sglang_python(sglang_python)
     # the managed CPU environment can check flags but not serve: never launch with it
     collab.launch_python = found.path if found.source != "managed" else None
@@ -96,3 +96,10 @@ def build_app(
         attach=attach,
     )
     return app
+
+
+def _monitor(spec: LaunchSpec) -> Monitor:
+    # the runtime is imported at the first launch, not before the first frame
+    from sglaunch.runtime import Monitor
+
+    return Monitor(spec, startup_timeout=1800.0)

@@ -8,6 +8,7 @@ statement sits in the other supported releases. Standard library only.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from sglaunch.validators.sourcelines_table import LINES
 from sglaunch.validators.versions import NEWEST, semantics
@@ -26,6 +27,7 @@ def line_in(rel: str, line: int, version: str | None) -> int | None:
     return row[release]
 
 
+@lru_cache(maxsize=1024)  # every finding of every check asks it; the rules' refs are few
 def ref_at(ref: str, version: str | None) -> str:
     """`ref` with every cited line moved to `version`'s source; unknown citations stay."""
     if not ref or semantics(version) == NEWEST:

@@ -11,6 +11,8 @@ Standard library only.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 SUPPORTED = ("0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
 OLDEST = SUPPORTED[0]
 NEWEST = SUPPORTED[-1]
@@ -21,6 +23,9 @@ NEWEST = SUPPORTED[-1]
 ATTN_DP_SIZE = "0.5.22"
 
 
+# the rules ask these on every check, and fixes are vetted by re-running them: memoised
+# (bounded: a hostile version string costs one entry, never a growing table)
+@lru_cache(maxsize=256)
 def key(version: str | None) -> tuple[int, ...]:
     """'0.5.21' -> (0, 5, 21); 'v0.5.22rc1' -> (0, 5, 22); unparsable -> ()."""
     if not version:
@@ -57,6 +62,7 @@ def after_range(version: str | None) -> bool:
     return key(version) > key(NEWEST)
 
 
+@lru_cache(maxsize=256)
 def semantics(version: str | None) -> str:
     """The supported release whose rules hold for `version`: itself, else the nearest one."""
     if before_range(version):
@@ -69,6 +75,7 @@ def semantics(version: str | None) -> str:
     return NEWEST  # a patch between releases we do not know: the newest rules
 
 
+@lru_cache(maxsize=1024)
 def in_span(version: str | None, since: str | None, until: str | None) -> bool:
     """Whether `version` lies in [since, until]; None is open on that side.
 

@@ -112,6 +112,7 @@ class FlagEditor(Vertical):
         self.query_text = ""
         self.current: str | None = None
         self.widths = column_widths(64)
+        self._built = False  # rows are made once the table's width is known
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="Search flags by name or help  ( / )", id="flag-search")
@@ -120,12 +121,20 @@ class FlagEditor(Vertical):
         yield FlagDetail(id="flag-detail")
 
     def on_mount(self) -> None:
-        self.rebuild()
+        if self.query_one("#flag-table", RowList).line_width:
+            self.rebuild()
+        # else the first resize builds them: ~530 rows made once at start-up, not twice
 
     def on_resize(self) -> None:
-        total = self.query_one("#flag-table", RowList).line_width
+        table = self.query_one("#flag-table", RowList)
+        total = table.line_width
+        if not self._built and not table.show_vertical_scrollbar:
+            # the rows about to be made will overflow: leave room for the scrollbar now
+            rows = sum(len(specs) + 1 for _, specs in self.matching())
+            if rows > table.size.height:
+                total -= table.styles.scrollbar_size_vertical
         widths = column_widths(total)
-        if widths != self.widths and total:
+        if total > 0 and (widths != self.widths or not self._built):
             self.widths = widths
             header = self.query_one("#flag-header", RowHeader)
             header.text = _header(widths)
@@ -152,6 +161,7 @@ class FlagEditor(Vertical):
         return out
 
     def rebuild(self) -> None:
+        self._built = True
         table = self.query_one("#flag-table", RowList)
         keep = self.current
         rows: list[tuple[str, Text]] = []
