@@ -55,6 +55,7 @@ bench: $(VENV)/.installed $(SGLANG_ENV)/.installed
 	$(VENV)/bin/python bench/validate.py
 	SGLAUNCH_SGLANG_PYTHON=$(CURDIR)/$(SGLANG_ENV)/bin/python $(VENV)/bin/python bench/oracle.py
 	$(VENV)/bin/python bench/startup.py
+	$(VENV)/bin/python bench/fit.py
 	$(VENV)/bin/python bench/monitor.py
 
 screenshots: $(VENV)/.installed

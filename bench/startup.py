@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -58,6 +59,9 @@ async def ready(pilot):
 Hello().run(headless=True, size=(160, 50), auto_pilot=ready)
 """
 
+# an installed sglaunch has its .pyc: a shell's PYTHONDONTWRITEBYTECODE would time compiling
+BYTECODE_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
 RUNS = 5
 TOGGLES = 40
 
@@ -67,7 +71,11 @@ def baseline() -> list[float]:
     for _ in range(RUNS):
         t0 = time.time()
         out = subprocess.run(
-            [sys.executable, "-c", BASELINE], capture_output=True, text=True, check=True
+            [sys.executable, "-c", BASELINE],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=BYTECODE_ENV,
         )
         line = next(x for x in out.stdout.splitlines() if x.startswith("{"))
         times.append(json.loads(line)["ready"] - t0)
@@ -80,7 +88,11 @@ def startup() -> tuple[list[float], list[float], list[str]]:
     for _ in range(RUNS):
         t0 = time.time()
         out = subprocess.run(
-            [sys.executable, "-c", CHILD], capture_output=True, text=True, check=True
+            [sys.executable, "-c", CHILD],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=BYTECODE_ENV,
         )
         line = next(x for x in out.stdout.splitlines() if x.startswith("{"))
         data = json.loads(line)
