@@ -104,9 +104,15 @@ def stop_detached(pid: int) -> None:
     import psutil
 
     try:
-        procs = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
+        proc = psutil.Process(pid)
+        procs = [proc, *proc.children(recursive=True)]
         group = os.getpgid(pid)
-    except (psutil.NoSuchProcess, ProcessLookupError):
+        cmdline = " ".join(proc.cmdline())
+    except (psutil.NoSuchProcess, psutil.AccessDenied, ProcessLookupError):
+        return
+    # a recorded pid may since belong to another process: kill only a stand-in server
+    # that leads its own group, never a group this test run is in
+    if group != pid or group == os.getpgrp() or str(FAKE) not in cmdline:
         return
     pids = {p.pid for p in procs}
     with contextlib.suppress(ProcessLookupError):
