@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from textual import events
 from textual.widgets import Button, Input, OptionList, Switch, TextArea
 
 from sglaunch.profiles import Profile, ProfileStore
@@ -58,6 +59,33 @@ async def test_enter_on_an_on_off_flag_edits_it_and_only_space_toggles() -> None
         await pilot.pause()
         assert app.session.flags.get("trust_remote_code") is True
         assert any("--trust-remote-code is on" in n for n in notes(app))
+
+
+async def test_keys_faster_than_the_screen_act_on_the_row_under_the_cursor() -> None:
+    # found in a terminal: Down Down Space sent at once (key repeat, a pasted key sequence)
+    # turned on --trust-remote-code, the first row, while the cursor sat on --dtype
+    app = make_app(gpu_spec="H100x8")
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle_app(app, pilot)
+        table = app.main.query_one("#flag-table", RowList)
+        assert app.focused is table and table.cursor_key == "trust_remote_code"
+        for key in ("down", "down", "space"):
+            app.post_message(events.Key(key, " " if key == "space" else None))
+        await pilot.pause()
+        await pilot.pause()
+        assert table.cursor_key == "dtype"
+        assert "trust_remote_code" not in app.session.flags
+        editor = app.main.query_one(FlagEditor)
+        assert editor.current == "dtype"
+        # and Space on an on/off flag reached the same way toggles that one
+        editor.select("disable_radix_cache", focus=True)
+        await pilot.pause()
+        for key in ("down", "up", "space"):
+            app.post_message(events.Key(key, " " if key == "space" else None))
+        await pilot.pause()
+        await pilot.pause()
+        assert app.session.flags.get("disable_radix_cache") is True
+        assert "trust_remote_code" not in app.session.flags
 
 
 async def test_after_a_paste_the_findings_have_the_focus_so_enter_opens_a_card() -> None:

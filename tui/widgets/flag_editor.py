@@ -279,8 +279,21 @@ class FlagEditor(Vertical):
         # (or Enter there) turns it; a stray Enter must not turn on --trust-remote-code
         self.query_one(FlagDetail).focus_control()
 
+    def _under_cursor(self) -> str | None:
+        """The flag a key acts on: the table's cursor now.
+
+        `current` follows the cursor through Highlighted messages, and keys sent faster
+        than those are handled (key repeat, Down Down Space in one burst) would otherwise
+        act on the row the cursor has already left — the first row is --trust-remote-code.
+        """
+        key = self.query_one("#flag-table", RowList).cursor_key
+        if key is not None and not key.startswith("group:") and key != self.current:
+            self.current = key
+            self.show_detail(key)
+        return self.current
+
     def action_toggle(self) -> None:  # type: ignore[override]  # no attribute: the current flag
-        if self.current is None:
+        if self._under_cursor() is None or self.current is None:
             return
         spec = self.schema.get(self.current)
         if spec is None:
@@ -292,7 +305,7 @@ class FlagEditor(Vertical):
             self.query_one(FlagDetail).focus_control()
 
     def action_reset(self) -> None:
-        if self.current is not None and self.current in self.values:
+        if self._under_cursor() is not None and self.current in self.values:
             self.post_message(self.Edited(self.current, None))
 
     def clear_search(self) -> None:
