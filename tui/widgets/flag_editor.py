@@ -293,9 +293,10 @@ class FlagEditor(Vertical):
         return self.current
 
     def action_toggle(self) -> None:  # type: ignore[override]  # no attribute: the current flag
-        if self._under_cursor() is None or self.current is None:
+        dest = self._under_cursor()
+        if dest is None:
             return
-        spec = self.schema.get(self.current)
+        spec = self.schema.get(dest)
         if spec is None:
             return
         if spec.is_bool:
@@ -305,8 +306,9 @@ class FlagEditor(Vertical):
             self.query_one(FlagDetail).focus_control()
 
     def action_reset(self) -> None:
-        if self._under_cursor() is not None and self.current in self.values:
-            self.post_message(self.Edited(self.current, None))
+        dest = self._under_cursor()
+        if dest is not None and dest in self.values:
+            self.post_message(self.Edited(dest, None))
 
     def clear_search(self) -> None:
         """Show every flag again (after a paste or a profile load: none may hide)."""
