@@ -10,13 +10,16 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from sglaunch.cli.args import Parser, interpreter_path, parse_env_pairs, split_double_dash
 from sglaunch.cli.render import Painter, print_findings
 from sglaunch.errors import UserError
 from sglaunch.exitcodes import ExitCode
 from sglaunch.validators.facts import CheckInput
+
+if TYPE_CHECKING:
+    from sglaunch.versions import ActiveVersion
 from sglaunch.validators.findings import Severity
 from sglaunch.validators.memory.baseline import GIB
 from sglaunch.validators.memory.layouts import Layout
@@ -58,6 +61,12 @@ def parser() -> Parser:
     p.add_argument(
         "--sglang-python", metavar="PATH", type=interpreter_path, help="the Python that has sglang"
     )
+    p.add_argument(
+        "--sglang-version",
+        metavar="VERSION",
+        help="plan for this sglang release when none is installed (default: the installed one, "
+        "else the newest supported)",
+    )
     return p
 
 
@@ -73,6 +82,7 @@ def run(argv: Sequence[str]) -> int:
         env_pairs=args.env,
         use_oracle=args.oracle,
         sglang_python=args.sglang_python,
+        sglang_version=args.sglang_version,
     )
 
 
@@ -83,24 +93,28 @@ def build_fit_input(
     gpu_spec: str | None,
     env_pairs: Sequence[str] | None,
     assume_free_gib: float | None = None,
+    active: ActiveVersion | None = None,
 ) -> tuple[CheckInput, list[str], str]:
     """The check input `fit` plans for, the sglang argv, and the model's source: the same
-    session `check` builds."""
+    session `check` builds, for the same sglang release."""
     from sglaunch.cli.check import checked_session, model_from_argv, split_launch, with_model_path
     from sglaunch.facts.model import load_model_facts, model_path_for_sglang
     from sglaunch.flags.schema import bundled_schema
 
-    schema = bundled_schema()
+    version = active.version if active is not None else None
+    schema = bundled_schema(version)
     argv, line_env = split_launch(sglang_tokens)
     env = {**line_env, **parse_env_pairs(env_pairs)}
     source = model or model_from_argv(argv, schema)
     if not source:
         raise UserError("no model: give --model PATH (a folder, a cached repo id, or example:NAME)")
-    facts = load_model_facts(source)
+    facts = load_model_facts(source, sglang_version=version)
     argv = with_model_path(argv, model_path_for_sglang(source), schema)
     session = checked_session(
         schema, argv, env, source, facts, gpu_spec, assume_free_gib=assume_free_gib
     )
+    if version:
+        session.sglang_version = version
     if session.issues:
         raise UserError(f"sglang's parser would stop first: {session.issues[0].message}")
     return session.check_input(), argv, source
@@ -116,25 +130,38 @@ def fit_command(
     env_pairs: Sequence[str] | None = None,
     use_oracle: bool = False,
     sglang_python: str | None = None,
+    sglang_version: str | None = None,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
+    from sglaunch.oracle.service_client import known_sglang_version
     from sglaunch.validators.engine import validate
     from sglaunch.validators.memory.layouts import plan_layouts
     from sglaunch.validators.memory.plan import plan_memory
+    from sglaunch.versions import load_flag_facts, parse_named
 
     out = out or sys.stdout
     err = err or sys.stderr
+    # the release the plan is for, chosen as `check` chooses it: the installed sglang's
+    # (its version only: no flags are read, a warm service saves even that), else the named
+    versions = load_flag_facts(
+        sglang_python,
+        parse_named(sglang_version),
+        read_installed=False,
+        known=known_sglang_version(sglang_python),
+    )
+    active = versions.active
     inp, argv, source = build_fit_input(
         model=model,
         sglang_tokens=sglang_tokens,
         gpu_spec=gpu_spec,
         env_pairs=env_pairs,
         assume_free_gib=assume_free_gib,
+        active=active,
     )
     resolved = None
     probe: dict[str, Any] | None = None
-    status = "built-in mirror of sglang 0.5.23 (--oracle asks sglang itself)"
+    status = f"built-in mirror of sglang {active.version} (--oracle asks sglang itself)"
     if use_oracle:
         resolved, probe, status = _ask_oracle(inp, argv, sglang_python)
     plan = plan_memory(inp, resolved)
@@ -144,9 +171,14 @@ def fit_command(
     model_facts = inp.model
     arch = model_facts.architecture if model_facts is not None else "?"
     print(
-        paint.dim(f"sglaunch fit · {arch} ({source}) · {inp.gpu.status or inp.gpu.describe()}"),
+        paint.dim(
+            f"sglaunch fit · {arch} ({source}) · {inp.gpu.status or inp.gpu.describe()}"
+            f" · for {active.label()}"
+        ),
         file=err,
     )
+    for line in versions.lines():
+        print(paint(f"! {line}", "33"), file=err)
     print_plan(plan, err, paint)
     if probe is not None:
         print(paint.dim(f"  sglang's own pool code: {_probe_text(probe)}"), file=err)
@@ -159,6 +191,7 @@ def fit_command(
     if as_json:
         data = plan.to_json()
         data["layouts"] = [layout.to_json() for layout in table]
+        data["versions"] = active.to_json()
         if probe is not None:
             data["sglang_pool"] = probe
         out.write(json.dumps(data, indent=2) + "\n")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +18,7 @@ MEMORY_KEYS = {
     "page_size", "max_total_num_tokens", "usable_tokens", "max_running_requests", "slack_bytes",
     "tokens_per_gib", "assumptions",
 }  # fmt: skip
+DSV2 = "tests/data/models/deepseek-v2-lite"
 
 
 def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -32,7 +34,7 @@ def test_fit_json_is_the_memory_object_plus_layouts(capsys: pytest.CaptureFixtur
     )
     assert code == ExitCode.OK
     data = json.loads(out)
-    assert set(data) == MEMORY_KEYS | {"layouts"}
+    assert set(data) == MEMORY_KEYS | {"layouts", "versions"}
     assert data["verdict"] == "fits" and data["baseline_source"] == "preset"
     assert data["mem_fraction_static_source"] == "default" and data["weights_source"] == "config"
     assert data["usable_tokens"] < data["max_total_num_tokens"]  # SALA's compressed-K reserve
@@ -58,6 +60,44 @@ def test_fit_offers_dp_attention_where_the_model_allows_it(
     assert code == ExitCode.OK
     adp = {(x["tp"], x["attn_dp"]) for x in json.loads(out)["layouts"]}
     assert (4, 4) in adp and (4, 2) in adp
+
+
+@pytest.mark.parametrize(("release", "offered"), [("0.5.21", False), ("0.5.22", True)])
+def test_fit_plans_for_the_named_release(
+    release: str,
+    offered: bool,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("SGLAUNCH_SGLANG_PYTHON", raising=False)  # none installed: the named wins
+    code, out, err = run(
+        ["fit", "--model", DSV2, "--gpu", "H100x4", "--sglang-version", release, "--json"],
+        capsys,
+    )
+    assert code == ExitCode.OK, err
+    data = json.loads(out)
+    assert f"for sglang {release} (named)" in err
+    assert data["versions"]["checked_for"] == release
+    # --attn-dp-size exists from 0.5.22: before it no layout may use it
+    assert any(x["attn_dp"] > 1 for x in data["layouts"]) is offered
+
+
+def test_fit_plans_for_the_installed_release(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # an interpreter that reports sglang 0.5.21 (the version probe only: fit reads no flags)
+    python = tmp_path / "python"
+    python.write_text("#!/bin/sh\necho 0.5.21\n")
+    python.chmod(0o755)
+    monkeypatch.setenv("SGLAUNCH_SGLANG_PYTHON", str(python))
+    code, out, err = run(
+        ["fit", "--model", DSV2, "--gpu", "H100x4", "--json", "--sglang-version", "0.5.23"],
+        capsys,
+    )
+    assert code == ExitCode.OK, err
+    assert "for sglang 0.5.21 (installed)" in err
+    assert "sglang 0.5.23 was named, but sglang 0.5.21 is installed" in err
+    assert not any(x["attn_dp"] > 1 for x in json.loads(out)["layouts"])
 
 
 def test_weights_that_do_not_fit_exit_one_with_the_fix(capsys: pytest.CaptureFixture[str]) -> None:
