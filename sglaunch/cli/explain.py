@@ -21,7 +21,28 @@ def parser() -> Parser:
     p.add_argument("text", nargs="*", help="a rule code or an error message")
     p.add_argument("--json", action="store_true", help="print the card as JSON on stdout")
     p.add_argument("--list", action="store_true", help="list every code with its title")
+    p.add_argument(
+        "--sglang-version",
+        metavar="VERSION",
+        help="the sglang release to explain for when none is installed (its source lines, "
+        "whether the check exists there); default: the installed one, else the newest supported",
+    )
     return p
+
+
+def for_release(card: Card, version: str) -> tuple[Card, str | None]:
+    """`card` with its source lines in `version`'s sglang, and a line when that release
+    has no such check (the rule's span says which releases do)."""
+    from dataclasses import replace
+
+    from sglaunch.validators.engine import get_rule
+    from sglaunch.validators.sourcelines import ref_at
+
+    moved = replace(card, ref=ref_at(card.ref, version)) if card.ref else card
+    rule = get_rule(card.code)
+    if rule is not None and not rule.exists_in(version):
+        return moved, f"sglang {version} has no such check: it exists in {rule.span}"
+    return moved, None
 
 
 def find(text: str) -> Card | None:
@@ -54,8 +75,25 @@ def run(argv: Sequence[str]) -> int:
         raise UserError(
             f"no explanation for {text[:80]!r}{hint} (`sglaunch explain --list` shows every code)"
         )
+    from sglaunch.oracle.service_client import known_sglang_version
+    from sglaunch.versions import load_flag_facts, parse_named
+
+    # the release `check` would name (its version only: no flags are read)
+    active = load_flag_facts(
+        None,
+        parse_named(args.sglang_version),
+        read_installed=False,
+        known=known_sglang_version(None),
+    ).active
+    card, absent = for_release(card, active.version)
     if args.json:
-        print(json.dumps(card.to_json(), indent=2))
+        data = card.to_json()
+        data["for"] = active.to_json()
+        data["absent_in_release"] = absent
+        print(json.dumps(data, indent=2))
     else:
         print(format_card(card, paint))
+        print(paint.dim(f"for {active.label()}"))
+        if absent:
+            print(paint(f"! {absent}", "33"))
     return 0

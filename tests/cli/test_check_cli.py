@@ -229,6 +229,24 @@ def test_explain_code_and_message(capsys: pytest.CaptureFixture[str]) -> None:
     assert rc == 0 and out2 == out
 
 
+def test_explain_for_a_release(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SGLAUNCH_SGLANG_PYTHON", raising=False)  # none installed: the named wins
+    rc, out, _ = run(["explain", "minicpm-dp-attention"], capsys)
+    assert rc == 0 and "minicpm.py:18" in out and "for sglang 0.5.23 (default)" in out
+    # 0.5.20's provider has the same statement three lines lower (scripts/sglang_lines.py)
+    rc, out, _ = run(["explain", "--sglang-version", "0.5.20", "minicpm-dp-attention"], capsys)
+    assert rc == 0 and "minicpm.py:21" in out and "for sglang 0.5.20 (named)" in out
+    assert "has no such check" not in out
+    rc, out, _ = run(["explain", "--json", "--sglang-version", "0.5.20", "dp-with-attn-dp"], capsys)
+    data = json.loads(out)
+    assert data["for"]["checked_for"] == "0.5.20"
+    assert data["absent_in_release"] == (
+        "sglang 0.5.20 has no such check: it exists in 0.5.22 and later"
+    )
+
+
 def test_explain_json(capsys: pytest.CaptureFixture[str]) -> None:
     _rc, out, _ = run(
         ["explain", "--json", "MiniCPM sparse attention does not support PD disaggregation"], capsys
