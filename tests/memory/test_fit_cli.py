@@ -78,8 +78,10 @@ def test_fit_plans_for_the_named_release(
     data = json.loads(out)
     assert f"for sglang {release} (named)" in err
     assert data["versions"]["checked_for"] == release
-    # --attn-dp-size exists from 0.5.22: before it no layout may use it
-    assert any(x["attn_dp"] > 1 for x in data["layouts"]) is offered
+    # --attn-dp-size exists from 0.5.22: before it, attention DP is --enable-dp-attention --dp-size
+    adp = [x for x in data["layouts"] if x["attn_dp"] > 1]
+    assert adp and all(("attn_dp_size" in x["flags"]) is offered for x in adp)
+    assert all(x["flags"].get("enable_dp_attention", False) is not offered for x in adp)
 
 
 def test_fit_plans_for_the_installed_release(
@@ -97,7 +99,8 @@ def test_fit_plans_for_the_installed_release(
     assert code == ExitCode.OK, err
     assert "for sglang 0.5.21 (installed)" in err
     assert "sglang 0.5.23 was named, but sglang 0.5.21 is installed" in err
-    assert not any(x["attn_dp"] > 1 for x in json.loads(out)["layouts"])
+    adp = [x for x in json.loads(out)["layouts"] if x["attn_dp"] > 1]
+    assert adp and not any("attn_dp_size" in x["flags"] for x in adp)
 
 
 def test_weights_that_do_not_fit_exit_one_with_the_fix(capsys: pytest.CaptureFixture[str]) -> None:
@@ -180,21 +183,36 @@ def test_check_json_has_the_memory_object() -> None:
     assert "memory-slack-below-reserve" in err.getvalue()
 
 
-@pytest.mark.parametrize(("release", "offered"), [("0.5.21", False), ("0.5.22", True)])
-def test_dp_attention_layouts_only_for_releases_with_attn_dp_size(
-    release: str, offered: bool
+@pytest.mark.parametrize(
+    ("release", "spelling"),
+    [("0.5.21", {"enable_dp_attention", "dp_size"}), ("0.5.22", {"attn_dp_size"})],
+)
+def test_dp_attention_layouts_are_spelled_as_the_release_spells_them(
+    release: str, spelling: set[str]
 ) -> None:
+    from dataclasses import replace
+
     from sglaunch.facts.model import load_model_facts
     from sglaunch.flags.schema import bundled_schema
     from sglaunch.session import LaunchSession
+    from sglaunch.validators.engine import validate
     from sglaunch.validators.memory.layouts import plan_layouts
+    from sglaunch.validators.memory.plan import plan_memory
 
     model = "tests/data/models/deepseek-v2-lite"
     session = LaunchSession(bundled_schema(release), planning_default="H100x4")
     session.set_sglang_version(release)
     session.request_model(model)
     assert session.model_loaded(model, load_model_facts(model))
-    layouts = plan_layouts(session.check_input())
-    assert layouts and any(x.attn_dp > 1 for x in layouts) is offered
-    # what is offered is a line that release accepts
-    assert all("attn_dp_size" in bundled_schema(release).by_dest or x.attn_dp == 1 for x in layouts)
+    inp = session.check_input()
+    adp = [x for x in plan_layouts(inp) if x.attn_dp > 1]
+    assert {(x.tp, x.attn_dp) for x in adp} >= {(4, 4), (4, 2)}
+    schema = bundled_schema(release)
+    for layout in adp:
+        flags = layout.flags()
+        assert spelling <= set(flags) and all(dest in schema.by_dest for dest in flags)
+        # the line that release accepts, and that it reads as this attention-DP layout
+        fixed = replace(inp, flags={**inp.flags, **flags})
+        assert not validate(fixed).errors, (release, flags)
+        knobs = plan_memory(fixed).knobs
+        assert (knobs.tp, knobs.dp, knobs.attn_dp) == (layout.tp, 1, layout.attn_dp)

@@ -67,7 +67,18 @@ def plain(widget: object) -> str:
 
 async def settle_app(app: SglaunchApp, pilot) -> None:  # type: ignore[no-untyped-def]
     """Workers done, and sglang's (fake) verdict in whenever it can be asked."""
+    # the GPU probe and the model load start after the first frame: on a loaded machine
+    # that frame may not be painted yet, and then there is no worker to wait for
+    for _ in range(500):
+        if app.first_frame_at is not None:
+            break
+        await pilot.pause(0.01)
     await app.workers.wait_for_complete()
+    for _ in range(500):
+        if not app.session.model_pending:
+            break
+        await pilot.pause(0.01)
+        await app.workers.wait_for_complete()
     await pilot.pause()
     for _ in range(100):
         waiting = app.tiers.waits_for(app.session)

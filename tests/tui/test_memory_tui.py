@@ -78,3 +78,13 @@ def test_a_layouts_fix_sets_sizes_above_one_and_resets_the_rest() -> None:
     fix = layout_fix(L())  # type: ignore[arg-type]
     assert dict(fix.set) == {"tp_size": 4, "attn_dp_size": 2}
     assert set(fix.unset) == {"dp_size", "pp_size", "enable_dp_attention"}
+
+
+def test_a_layouts_fix_before_0_5_22_keeps_the_old_spelling_of_attention_dp() -> None:
+    from sglaunch.validators.memory.layouts import Layout
+
+    layout = Layout(4, 1, 1, 2, plan=None, blocking=(), old_spelling=True)  # type: ignore[arg-type]
+    fix = layout_fix(layout)
+    # 0.5.21 has no --attn-dp-size: attention DP 2 is --enable-dp-attention --dp-size 2
+    assert dict(fix.set) == {"tp_size": 4, "dp_size": 2, "enable_dp_attention": True}
+    assert "enable_dp_attention" not in fix.unset and "dp_size" not in fix.unset

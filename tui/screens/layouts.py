@@ -29,11 +29,17 @@ def layout_fix(layout: Layout) -> Fix:
     label = f"Use tp {layout.tp} × dp {layout.dp} × pp {layout.pp}" + (
         f" with attention DP {layout.attn_dp}" if layout.attn_dp > 1 else ""
     )
+    # attention DP is spelled one way: --attn-dp-size, or before 0.5.22 the old spelling;
+    # the other one goes
+    old = bool(flags.get("enable_dp_attention"))
     return Fix(
         label=label,
-        set={d: v for d, v in sizes.items() if v != 1},
-        # the old spelling of attention DP goes too: the layout says it with attn_dp_size
-        unset=(*(d for d, v in sizes.items() if v == 1), "enable_dp_attention"),
+        set={d: v for d, v in sizes.items() if v != 1}
+        | ({"enable_dp_attention": True} if old else {}),
+        unset=(
+            *(d for d, v in sizes.items() if v == 1),
+            *(() if old else ("enable_dp_attention",)),
+        ),
     )
 
 

@@ -29,6 +29,9 @@ class Layout:
     attn_dp: int
     plan: MemoryPlan
     blocking: tuple[str, ...]  # codes of the rules that reject this layout
+    # before 0.5.22 there is no --attn-dp-size: attention DP is --enable-dp-attention
+    # --dp-size N (parallel_hook.py:39 later translates the same line to --attn-dp-size N)
+    old_spelling: bool = False
 
     @property
     def gpus(self) -> int:
@@ -48,10 +51,8 @@ class Layout:
         return min(mrr, tokens // max(self.plan.knobs.context_len, 1))
 
     def flags(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"tp_size": self.tp, "dp_size": self.dp, "pp_size": self.pp}
-        if self.attn_dp > 1:
-            out["attn_dp_size"] = self.attn_dp
-        return out
+        """The parallel flags of this layout, spelled as its release spells them."""
+        return layout_flags(self.tp, self.dp, self.pp, self.attn_dp, old_spelling=self.old_spelling)
 
     def to_json(self) -> dict[str, Any]:
         data = self.plan.to_json()
@@ -63,8 +64,19 @@ class Layout:
             attn_dp=self.attn_dp,
             full_context_requests=self.full_context_requests,
             blocking=list(self.blocking),
+            flags=self.flags(),
         )
         return data
+
+
+def layout_flags(tp: int, dp: int, pp: int, attn_dp: int, *, old_spelling: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {"tp_size": tp, "dp_size": dp, "pp_size": pp}
+    if attn_dp > 1:
+        if old_spelling:
+            out.update(dp_size=attn_dp, enable_dp_attention=True)
+        else:
+            out["attn_dp_size"] = attn_dp
+    return out
 
 
 def _powers(limit: int) -> list[int]:
@@ -95,19 +107,14 @@ def plan_layouts(inp: CheckInput, *, include_blocked: bool = True) -> list[Layou
     from sglaunch.validators.versions import has_attn_dp_size
 
     model = inp.model
-    # attention DP is written --attn-dp-size, which exists from 0.5.22 only
-    dp_attention = (
-        model is not None
-        and model.architecture not in NO_DP_ATTENTION
-        and has_attn_dp_size(inp.sglang_version)
-    )
+    dp_attention = model is not None and model.architecture not in NO_DP_ATTENTION
+    # attention DP is written --attn-dp-size from 0.5.22; before, --enable-dp-attention --dp-size
+    old_spelling = not has_attn_dp_size(inp.sglang_version)
     base = {k: v for k, v in inp.flags.items() if k not in PARALLEL_FLAGS}
     out = []
     for tp, dp, pp, adp in candidate_layouts(inp.gpu.count, dp_attention=dp_attention):
-        flags = dict(base, tp_size=tp, dp_size=dp, pp_size=pp)
-        if adp > 1:
-            flags["attn_dp_size"] = adp
-        variant = replace(inp, flags=flags)
+        flags = layout_flags(tp, dp, pp, adp, old_spelling=old_spelling)
+        variant = replace(inp, flags={**base, **flags})
         plan = plan_memory(variant)
         # only the blocking codes matter here: fixes are not offered, so not vetted
         report = validate(variant, vet=False)
@@ -118,7 +125,7 @@ def plan_layouts(inp: CheckInput, *, include_blocked: bool = True) -> list[Layou
                 if f.severity is Severity.ERROR and not f.code.startswith("memory-")
             )
         )
-        layout = Layout(tp, dp, pp, adp, plan, blocking)
+        layout = Layout(tp, dp, pp, adp, plan, blocking, old_spelling)
         if include_blocked or not blocking:
             out.append(layout)
     return out
