@@ -264,6 +264,11 @@ def load_flag_facts(
                 lookup.schema, active, f"flags read from sglang {lookup.version} ({word})"
             )
         installed, interpreter, why = None, lookup.python, lookup.reason
+    elif known:
+        # a warm oracle service said it: no interpreter to start
+        from sglaunch.oracle.interpreter import find_sglang_python
+
+        installed, interpreter, why = known, find_sglang_python(python).path, ""
     else:
         installed, interpreter, why = find_installed(python)
     active = choose(installed, named, python=interpreter, why_not_installed=why)

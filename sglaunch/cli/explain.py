@@ -79,12 +79,13 @@ def run(argv: Sequence[str]) -> int:
     from sglaunch.versions import load_flag_facts, parse_named
 
     # the release `check` would name (its version only: no flags are read)
-    active = load_flag_facts(
+    versions = load_flag_facts(
         None,
         parse_named(args.sglang_version),
         read_installed=False,
         known=known_sglang_version(None),
-    ).active
+    )
+    active = versions.active
     card, absent = for_release(card, active.version)
     if args.json:
         data = card.to_json()
@@ -94,6 +95,6 @@ def run(argv: Sequence[str]) -> int:
     else:
         print(format_card(card, paint))
         print(paint.dim(f"for {active.label()}"))
-        if absent:
-            print(paint(f"! {absent}", "33"))
+        for line in [*versions.lines(), *([absent] if absent else [])]:
+            print(paint(f"! {line}", "33"))
     return 0

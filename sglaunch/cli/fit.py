@@ -138,6 +138,7 @@ def fit_command(
     from sglaunch.validators.engine import validate
     from sglaunch.validators.memory.layouts import plan_layouts
     from sglaunch.validators.memory.plan import plan_memory
+    from sglaunch.validators.versions import NEWEST
     from sglaunch.versions import load_flag_facts, parse_named
 
     out = out or sys.stdout
@@ -161,7 +162,11 @@ def fit_command(
     )
     resolved = None
     probe: dict[str, Any] | None = None
-    status = f"built-in mirror of sglang {active.version} (--oracle asks sglang itself)"
+    # the memory arithmetic mirrored is 0.5.23's for every release; the rules are the release's
+    status = f"built-in mirror of sglang {NEWEST}'s start-up arithmetic" + (
+        f", with sglang {active.version}'s rules" if active.rules_version != NEWEST else ""
+    )
+    status += " (--oracle asks sglang itself)"
     if use_oracle:
         resolved, probe, status = _ask_oracle(inp, argv, sglang_python)
     plan = plan_memory(inp, resolved)
@@ -186,7 +191,7 @@ def fit_command(
     if findings:
         from sglaunch.flags.schema import bundled_schema
 
-        print_findings(findings, bundled_schema(), err)
+        print_findings(findings, bundled_schema(active.version), err)
     print_layouts(table, inp.gpu.count, err, paint)
     if as_json:
         data = plan.to_json()

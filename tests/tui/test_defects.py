@@ -88,6 +88,27 @@ async def test_keys_faster_than_the_screen_act_on_the_row_under_the_cursor() -> 
         assert "trust_remote_code" not in app.session.flags
 
 
+async def test_keys_in_a_search_that_matches_nothing_change_no_flag() -> None:
+    app = make_app(gpu_spec="H100x8")
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle_app(app, pilot)
+        editor = app.main.query_one(FlagEditor)
+        editor.select("trust_remote_code", focus=True)
+        await pilot.press("space")  # on, on purpose
+        await pilot.pause()
+        assert app.session.flags.get("trust_remote_code") is True
+        await pilot.press("slash")
+        await pilot.press(*"trustx", "enter")  # a typo: no flag matches
+        await pilot.pause()
+        assert app.main.query_one("#flag-table", RowList).cursor_key is None
+        await pilot.press("backspace")  # the natural key for the typo: it must not reset a flag
+        await pilot.pause()
+        assert dict(app.session.flags) == {"trust_remote_code": True}
+        await pilot.press("space")  # nor may Space turn one
+        await pilot.pause()
+        assert dict(app.session.flags) == {"trust_remote_code": True}
+
+
 async def test_after_a_paste_the_findings_have_the_focus_so_enter_opens_a_card() -> None:
     app = make_app(oracle=FakeOracle(), gpu_spec="H100x8", model=None)
     async with app.run_test(size=(160, 50)) as pilot:

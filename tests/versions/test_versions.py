@@ -96,6 +96,20 @@ def test_choose_installed_then_named_then_default() -> None:
     assert c.to_json()["sglang_version"] is None and a.to_json()["sglang_version"] == "0.5.21"
 
 
+def test_a_version_a_warm_service_knows_starts_no_interpreter(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sglaunch.versions as versions
+
+    def no_probe(python: str | None = None) -> tuple[str | None, str | None, str]:
+        raise AssertionError("the installed version was known: nothing to start")
+
+    monkeypatch.setattr(versions, "find_installed", no_probe)
+    facts = versions.load_flag_facts(None, "0.5.23", read_installed=False, known="0.5.21")
+    assert (facts.active.version, facts.active.source) == ("0.5.21", VersionSource.INSTALLED)
+    assert facts.schema.sglang_version == "0.5.21"
+
+
 @pytest.mark.parametrize("text", ["0.5.18", "0.5.24", "0.5", "x", "0.5.19.1.2"])
 def test_a_named_release_must_be_supported(text: str) -> None:
     with pytest.raises(UserError) as info:

@@ -26,12 +26,17 @@ def layout_fix(layout: Layout) -> Fix:
     """The flags that select `layout`: sizes above 1 set, the rest back to sglang's default."""
     flags = layout.flags()
     sizes = {dest: flags.get(dest, 1) for dest in PARALLEL}
-    label = f"Use tp {layout.tp} × dp {layout.dp} × pp {layout.pp}" + (
-        f" with attention DP {layout.attn_dp}" if layout.attn_dp > 1 else ""
-    )
     # attention DP is spelled one way: --attn-dp-size, or before 0.5.22 the old spelling;
     # the other one goes
     old = bool(flags.get("enable_dp_attention"))
+    spelled = (
+        f"--enable-dp-attention --dp-size {layout.attn_dp}"
+        if old
+        else f"--attn-dp-size {layout.attn_dp}"
+    )
+    label = f"Use tp {layout.tp} × dp {layout.dp} × pp {layout.pp}" + (
+        f" with attention DP {layout.attn_dp} ({spelled})" if layout.attn_dp > 1 else ""
+    )
     return Fix(
         label=label,
         set={d: v for d, v in sizes.items() if v != 1}

@@ -178,6 +178,8 @@ class FlagEditor(Vertical):
             first = next((k for k in self._row_keys() if not k.startswith("group:")), None)
             if first:
                 self.select(first, focus=False)
+            else:
+                self.current = None  # nothing matches: the keys act on no flag
 
     def _row_keys(self) -> list[str]:
         return self.query_one("#flag-table", RowList).row_keys()
@@ -287,10 +289,12 @@ class FlagEditor(Vertical):
         act on the row the cursor has already left — the first row is --trust-remote-code.
         """
         key = self.query_one("#flag-table", RowList).cursor_key
-        if key is not None and not key.startswith("group:") and key != self.current:
+        if key is None or key.startswith("group:"):
+            return None  # a search that matches nothing: no row, so no flag to change
+        if key != self.current:
             self.current = key
             self.show_detail(key)
-        return self.current
+        return key
 
     def action_toggle(self) -> None:  # type: ignore[override]  # no attribute: the current flag
         dest = self._under_cursor()
