@@ -101,8 +101,13 @@ def main() -> None:
     import os
     import tempfile
 
-    # run directories of the demo launches go to a scratch home, not the user's
-    os.environ["SGLAUNCH_HOME"] = tempfile.mkdtemp(prefix="sglaunch-shots-")
+    # run directories of the demo launches go to a scratch home, not the user's; shown as
+    # a user's own would be (~/.local/share/sglaunch/runs/…), not as a temporary path
+    scratch = tempfile.mkdtemp(prefix="sglaunch-shots-")
+    os.environ["HOME"] = scratch
+    os.environ.pop("SGLAUNCH_HOME", None)
+    os.environ.pop("XDG_DATA_HOME", None)
+    os.environ.pop("XDG_STATE_HOME", None)
     from tests.tui.scenes import pin_paths
 
     pin_paths(setattr)  # the example's folder, wherever this checkout is

@@ -82,3 +82,12 @@ def profiles_dir() -> Path:
 
 def runs_dir() -> Path:
     return data_dir() / "runs"
+
+
+def tilde(path: str | os.PathLike[str]) -> str:
+    """`path` as a user reads it: under the home folder it starts with `~`."""
+    text = os.fspath(path)
+    home = os.path.expanduser("~")
+    if home not in ("", "/") and (text == home or text.startswith(home + os.sep)):
+        return "~" + text[len(home) :]
+    return text

@@ -280,3 +280,17 @@ def test_two_processes_saving_the_same_profile() -> None:
     assert sorted(o.split()[0] for o in outs) == ["conflict", "saved"], outs
     winner = (11, 22)[[o.split()[0] for o in outs].index("saved")]
     assert store.load("p").flags["max_running_requests"] == winner
+
+
+def test_paths_under_the_home_folder_are_shown_with_a_tilde(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from sglaunch.paths import tilde
+
+    monkeypatch.setenv("HOME", "/home/ann")
+    assert tilde("/home/ann/.local/share/sglaunch/runs/r1") == "~/.local/share/sglaunch/runs/r1"
+    assert tilde("/home/ann") == "~"
+    assert tilde("/home/anna/runs") == "/home/anna/runs"  # another user's folder stays whole
+    assert tilde("/tmp/runs") == "/tmp/runs"
+    monkeypatch.setenv("HOME", "/")
+    assert tilde("/tmp/runs") == "/tmp/runs"

@@ -290,7 +290,9 @@ class MonitorScreen(Screen[None]):
         if s.pid:
             line.append(f"   pid {s.pid}", style="dim")
         if s.run_dir:
-            line.append(f"   {s.run_dir}", style="dim")
+            from sglaunch.paths import tilde
+
+            line.append(f"   {tilde(s.run_dir)}", style="dim")
         self.query_one("#status-line", Static).update(line)
         self.sub_title = words.get(s.status, "")
 
