@@ -207,14 +207,20 @@ def fit_command(
 
 def _ask_oracle(inp: CheckInput, argv: list[str], python: str | None) -> tuple[Any, Any, str]:
     from sglaunch.memory.oracle import oracle_memory_request
-    from sglaunch.oracle.client import Oracle
+    from sglaunch.oracle.service_client import connect
     from sglaunch.validators.memory.plan import plan_memory
 
     request = oracle_memory_request(plan_memory(inp), inp.model)
-    with Oracle(python, timeout=60.0) as oracle:
-        if not oracle.status.available:
-            return None, None, f"built-in mirror (sglang unavailable: {oracle.status.reason})"
+    # the shared, warm service when there is one (SGLAUNCH_NO_ORACLE_SERVICE: a worker of
+    # its own); either sizes the pool with sglang's own code
+    oracle = connect(python, timeout=60.0)
+    try:
+        status = oracle.start()
+        if not status.available:
+            return None, None, f"built-in mirror (sglang unavailable: {status.reason})"
         answer = oracle.resolve(argv, dict(inp.env), inp.gpu, memory=request)
+    finally:
+        oracle.close()
     if answer.fault or not answer.ok:
         why = answer.fault or (answer.error.message if answer.error else "rejected")
         return None, None, f"built-in mirror (sglang did not resolve: {why[:160]})"

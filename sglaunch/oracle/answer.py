@@ -143,4 +143,5 @@ class OracleAnswer:
             "worker_died": self.worker_died,
             "timing": dict(self.timing),
             "elapsed_s": self.elapsed_s,
+            "memory": self.memory,
         }

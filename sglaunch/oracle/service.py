@@ -9,7 +9,7 @@ only) and answers JSON lines on `DIR/oracle-KEY.sock`:
 
     {"op": "hello"}                                   -> {"info": {...}}
     {"op": "start", "start_timeout": S}               -> {"status": {...}, "info": {...}}
-    {"op": "resolve", "argv", "env", "gpu", "timeout", "cwd"}  -> {"answer": {...}}
+    {"op": "resolve", "argv", "env", "gpu", "timeout", "cwd", "memory"?}  -> {"answer": {...}}
     {"op": "stop"}                                    -> {"stopping": true}
 
 Resolutions run one at a time (the worker answers in order); each request keeps
@@ -91,6 +91,22 @@ def gpu_from_payload(payload: Mapping[str, Any]) -> GpuFacts:
         driver_version=str(payload.get("driver_version") or ""),
         cuda_version=str(payload.get("cuda_version") or ""),
     )
+
+
+def _memory_request(value: Any) -> dict[str, Any] | None:
+    """The pool-sizing part of a request (memory_probe.py's inputs), its known keys only."""
+    if not isinstance(value, Mapping):
+        return None
+    out: dict[str, Any] = {}
+    for name in ("pre_gib", "weights_bytes"):
+        number = value.get(name)
+        if isinstance(number, (int, float)) and not isinstance(number, bool):
+            out[name] = number
+    if set(out) != {"pre_gib", "weights_bytes"}:
+        return None  # the probe needs both: a request without them asks only the verdict
+    algo = value.get("kv_cache_quant_algo")
+    out["kv_cache_quant_algo"] = algo if isinstance(algo, str) else None
+    return out
 
 
 def _fault(message: str, *, timed_out: bool = False) -> dict[str, Any]:
@@ -374,6 +390,7 @@ class Service:
         given = request.get("env")
         env: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
         cwd = request.get("cwd") if isinstance(request.get("cwd"), str) else None
+        memory = _memory_request(request.get("memory"))
         if not self._requests.acquire(timeout=timeout):
             return _fault(
                 f"the oracle service was busy with other requests for {timeout:g} s",
@@ -393,6 +410,7 @@ class Service:
                 {str(k): str(v) for k, v in env.items()},
                 gpu_from_payload(gpu),
                 cwd=cwd,
+                memory=memory,
             )
         finally:
             self._requests.release()

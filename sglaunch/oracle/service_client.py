@@ -417,9 +417,15 @@ class ServiceOracle:
     # -- asking ------------------------------------------------------------------
 
     def resolve(
-        self, argv: Sequence[str], env: Mapping[str, str] | None, gpu: GpuFacts
+        self,
+        argv: Sequence[str],
+        env: Mapping[str, str] | None,
+        gpu: GpuFacts,
+        *,
+        memory: Mapping[str, Any] | None = None,
     ) -> OracleAnswer:
-        """sglang's verdict on `argv` with `env` on `gpu`, from the shared worker."""
+        """sglang's verdict on `argv` with `env` on `gpu`, from the shared worker; with
+        `memory`, also sglang's own KV-pool sizing (as `Oracle.resolve`)."""
         with self._lock:
             if not self._started_once:
                 self._start_locked()
@@ -442,6 +448,8 @@ class ServiceOracle:
                 "timeout": self.timeout,
                 "cwd": cwd,
             }
+            if memory is not None:
+                request["memory"] = dict(memory)
             return self._ask_resolve(request)
 
     def _ask_resolve(self, request: dict[str, Any]) -> OracleAnswer:

@@ -124,6 +124,30 @@ def test_relative_paths_are_read_from_the_clients_folder(
     assert answer.error is not None and answer.error.message == DP_ERROR, answer
 
 
+def test_the_service_sizes_the_pool_with_sglangs_own_code(sglang_python: str, folder: Path) -> None:
+    # what `fit --oracle` asks: the built-in plan's numbers against sglang's pool configurator
+    from sglaunch.facts.model import load_model_facts
+    from sglaunch.facts.presets import parse_gpu_spec
+    from sglaunch.flags.schema import bundled_schema
+    from sglaunch.memory.oracle import oracle_memory_request
+    from sglaunch.session import LaunchSession
+    from sglaunch.validators.memory.plan import plan_memory
+
+    session = LaunchSession(bundled_schema(), planning_default="H100x1")
+    session.request_model("example:llama-3.1-8b")
+    session.model_loaded("example:llama-3.1-8b", load_model_facts("example:llama-3.1-8b"))
+    plan = plan_memory(session.check_input())
+    request = oracle_memory_request(plan, session.model)
+    argv = ["--model-path", model_path_for_sglang("example:llama-3.1-8b")]
+    with ServiceOracle(sglang_python, folder=folder, timeout=60) as oracle:
+        answer = oracle.resolve(argv, {}, parse_gpu_spec("H100x1"), memory=request)
+        plain = oracle.resolve(argv, {}, parse_gpu_spec("H100x1"))
+    assert answer.ok and answer.memory is not None, answer
+    assert answer.memory["max_total_num_tokens"] == plan.max_total_num_tokens
+    assert answer.memory["max_running_requests"] == plan.max_running_requests
+    assert plain.ok and plain.memory is None  # asked only when asked
+
+
 def _resolving(folder: Path) -> bool:
     from sglaunch.oracle.ipc import ServicePaths
     from sglaunch.oracle.service_client import hello, try_connect
