@@ -525,7 +525,7 @@ class Monitor(Observed):
             flags = run.tracker.fix_flags()
             lines = list(self._ring)
 
-            def why(code: int, ready: bool) -> Diagnosis:
+            def why(code: int | None, ready: bool) -> Diagnosis:
                 return diagnose(
                     lines,
                     ready=ready,

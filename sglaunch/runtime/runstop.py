@@ -132,6 +132,9 @@ def stop_run(run: RunInfo, *, grace: float = DEFAULT_GRACE_S) -> StopOutcome | N
         pid = _refuse_unless_ours(run)
     except _AlreadyEnded:
         return None
+    # recorded before the signal: whoever watches the run (`attach`, `runs list`) and sees
+    # the process gone must already read "stopping", or it would take the stop for a crash
+    _record_stopping(run)
     outcome = stop_tree(pid, grace)
     # a watching sglaunch (a launch without --detach) records the end itself, with the
     # exit code only it can know: its record is kept
@@ -146,3 +149,16 @@ def stop_run(run: RunInfo, *, grace: float = DEFAULT_GRACE_S) -> StopOutcome | N
                 returncode=None,
             )
     return outcome
+
+
+def _record_stopping(run: RunInfo) -> None:
+    try:
+        now = load_run(run.path, tail=0)
+    except OSError:
+        return
+    if now.state is RunState.CORRUPT or now.record.get("status") in ("stopped", "failed", "died"):
+        return
+    with contextlib.suppress(OSError):
+        RunDir.open(run.path, dict(now.record)).update_status(
+            status="stopping", stop_requested_at=time.time(), stopped_by="sglaunch runs stop"
+        )

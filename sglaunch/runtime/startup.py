@@ -74,7 +74,9 @@ ARG_KEYS = (
     "weight_loader_disable_mmap",
 )
 
-Diagnose = Callable[[int, bool], Diagnosis]  # (returncode, was ready) -> why it stopped
+# (returncode, was ready) -> why it stopped; None: the exit status is unknown (a server
+# watched, not started here, whose end nobody recorded)
+Diagnose = Callable[[int | None, bool], Diagnosis]
 
 
 def parse_server_args(text: str) -> dict[str, Any]:
@@ -212,7 +214,12 @@ class StartupTracker:
         ]
 
     def exited(
-        self, returncode: int, at: float, *, fail_fast: Diagnosis | None, diagnose: Diagnose
+        self,
+        returncode: int | None,
+        at: float,
+        *,
+        fail_fast: Diagnosis | None,
+        diagnose: Diagnose,
     ) -> list[MonitorEvent]:
         """Why it ended: stopped, failed to start, or died after it was ready."""
         st = self.state

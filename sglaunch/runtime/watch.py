@@ -153,6 +153,7 @@ class Watcher(Observed):
                 if self._process_gone():
                     self._gone(self._run_ending())
                     return
+                self._notice_stop()
                 continue
             # /ready is a flag, not a generation (/health runs one); only a refused or
             # dropped connection counts: a busy server answering slowly is still there
@@ -177,6 +178,26 @@ class Watcher(Observed):
         except OSError:
             return True
 
+    def _notice_stop(self) -> None:
+        """`sglaunch runs stop` (or the owner) recorded a stop: what follows is a shutdown
+        (its /ready 503s are not a failure), as for a server stopped here."""
+        from sglaunch.runtime.runs import load_run
+
+        run = self.target.run
+        assert run is not None
+        if self.tracker.state.stop_requested_at is not None:
+            return
+        try:
+            record = load_run(run.path, tail=0).record
+        except OSError:
+            return
+        at = record.get("stop_requested_at")
+        if record.get("status") == "stopping" and isinstance(at, (int, float)):
+            pid = record.get("pid")
+            self._observed(
+                lambda t: t.stop_requested(pid if isinstance(pid, int) else 0, float(at))
+            )
+
     def _run_ending(self) -> tuple[int | None, bool]:
         """(its exit code, whether it was stopped on purpose), as its run recorded them."""
         from sglaunch.runtime.runs import RunState, load_run
@@ -199,7 +220,7 @@ class Watcher(Observed):
             lines = list(self._ring)
             flags = self.tracker.fix_flags()
 
-            def why(code: int, ready: bool) -> Any:
+            def why(code: int | None, ready: bool) -> Any:
                 return diagnose(lines, ready=ready, returncode=code, flags=flags)
 
             st = self.tracker.state
@@ -211,8 +232,9 @@ class Watcher(Observed):
                 st.status = Status.DIED if st.ready_at is not None else Status.FAILED
                 events = [event(EventKind.EXITED, time.time(), note, status=str(st.status))]
             else:
-                code = returncode if returncode is not None else -1
-                events = self.tracker.exited(code, time.time(), fail_fast=None, diagnose=why)
+                # not sglaunch's child here: without a record its exit status is unknown
+                # (never a made-up one: -1 would read "killed by SIGHUP")
+                events = self.tracker.exited(returncode, time.time(), fail_fast=None, diagnose=why)
         self._emit(events)
         self._done.set()
 

@@ -77,6 +77,8 @@ def test_a_watched_server_killed_from_outside_ends_the_watch(home: Path, wrapper
         assert watcher.wait(20)
         state = watcher.snapshot()
         assert state.status is Status.DIED and state.diagnosis is not None
+        # not its parent, nobody recorded the end: the exit status is unknown, not made up
+        assert state.returncode is None and "SIGHUP" not in str(state.diagnosis)
     finally:
         watcher.stop()
         wait_gone(tree)

@@ -157,6 +157,37 @@ def test_stop_run_records_the_end(root: Path) -> None:
     assert load_run(root / "r").state is RunState.EXITED
 
 
+def test_stop_run_says_stopping_before_it_signals(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a watcher that sees the process gone must already read the stop: the CI run that
+    # found this reported a `runs stop` as a crash (the record came after the signal)
+    import sglaunch.runtime.runstop as runstop
+
+    seen: list[tuple[object, RunState]] = []
+    real = runstop.stop_tree
+
+    def watched(pid: int, grace: float) -> object:
+        record = json.loads((root / "r" / "run.json").read_text())
+        seen.append((record.get("stopped_by"), load_run(root / "r").state))
+        return real(pid, grace)
+
+    monkeypatch.setattr(runstop, "stop_tree", watched)
+    proc = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    try:
+        make_run(root, "r", ready_record(proc.pid, own_identity(proc.pid)))
+        assert stop_run(load_run(root / "r"), grace=5) is not None
+        proc.wait(10)
+    finally:
+        proc.kill()
+    assert seen == [("sglaunch runs stop", RunState.STOPPING)]
+    # the moment the process is gone and before the end is recorded, it reads as stopped
+    record = json.loads((root / "r" / "run.json").read_text())
+    record.update(status="stopping", ended_at=None)
+    (root / "r" / "run.json").write_text(json.dumps(record))
+    assert load_run(root / "r").state is RunState.EXITED
+
+
 # -- another machine ------------------------------------------------------------------------
 
 
