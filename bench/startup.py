@@ -66,40 +66,32 @@ RUNS = 5
 TOGGLES = 40
 
 
-def baseline() -> list[float]:
-    times = []
+def timed_runs(code: str) -> list[tuple[float, dict]]:
+    """(when it started, what it printed) for RUNS fresh interpreters running `code`."""
+    out = []
     for _ in range(RUNS):
         t0 = time.time()
-        out = subprocess.run(
-            [sys.executable, "-c", BASELINE],
+        done = subprocess.run(
+            [sys.executable, "-c", code],
             capture_output=True,
             text=True,
             check=True,
             env=BYTECODE_ENV,
         )
-        line = next(x for x in out.stdout.splitlines() if x.startswith("{"))
-        times.append(json.loads(line)["ready"] - t0)
-    return times
+        line = next(x for x in done.stdout.splitlines() if x.startswith("{"))
+        out.append((t0, json.loads(line)))
+    return out
+
+
+def baseline() -> list[float]:
+    return [data["ready"] - t0 for t0, data in timed_runs(BASELINE)]
 
 
 def startup() -> tuple[list[float], list[float], list[str]]:
-    times, settled = [], []
-    heavy: list[str] = []
-    for _ in range(RUNS):
-        t0 = time.time()
-        out = subprocess.run(
-            [sys.executable, "-c", CHILD],
-            capture_output=True,
-            text=True,
-            check=True,
-            env=BYTECODE_ENV,
-        )
-        line = next(x for x in out.stdout.splitlines() if x.startswith("{"))
-        data = json.loads(line)
-        times.append(data["ready"] - t0)
-        settled.append(data["settled"] - t0)
-        heavy = data["heavy"]
-    return times, settled, heavy
+    runs = timed_runs(CHILD)
+    times = [data["ready"] - t0 for t0, data in runs]
+    settled = [data["settled"] - t0 for t0, data in runs]
+    return times, settled, runs[-1][1]["heavy"]
 
 
 async def keystrokes() -> tuple[list[float], list[float]]:
