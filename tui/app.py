@@ -153,6 +153,7 @@ class SglaunchApp(App[int]):
         self.first_frame_at: float | None = None
         self._validated_with: str | None = None  # the opened profile's release, to compare
         self._retried_at = -RETRY_EVERY_S
+        self._hung_up = False  # the terminal went away: ending, once
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -163,6 +164,41 @@ class SglaunchApp(App[int]):
     def on_mount(self) -> None:
         # the first frame shows the editor; probing GPUs and loading the model follow
         self.call_after_refresh(self._start)
+        if not self.is_headless:
+            self._watch_terminal()
+
+    def _watch_terminal(self) -> None:
+        """End as quitting does when the terminal goes away (tui/hangup.py says why)."""
+        import asyncio
+        import signal
+
+        from sglaunch.tui.hangup import CHECK_EVERY_S, terminal_fd, terminal_gone
+
+        fd = terminal_fd()
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self.hung_up)
+        if fd is not None:
+            self.set_interval(CHECK_EVERY_S, lambda: self.hung_up() if terminal_gone(fd) else None)
+
+    def hung_up(self) -> None:
+        """The terminal is gone: no question can be asked, so an owned server is stopped
+        (it would run on unwatched) and sglaunch exits; an attached one keeps running."""
+        if self._hung_up:
+            return
+        self._hung_up = True
+        self._end_after_hangup()
+
+    @work(thread=True, exclusive=True, group="quit")
+    def _end_after_hangup(self) -> None:
+        import signal
+
+        from sglaunch.tui.hangup import exit_now
+
+        with contextlib.suppress(Exception):
+            self.server.stop_and_wait()
+        # not App.exit: Textual's shutdown waits on a writer thread that died writing to
+        # the dead terminal, forever; the server is stopped and nothing is left to save
+        exit_now(128 + signal.SIGHUP)
 
     def _start(self) -> None:
         self.first_frame_at = time.time()
