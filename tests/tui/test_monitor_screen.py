@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import time
 from dataclasses import replace
 
 from sglaunch.facts.gpu import probe_gpus
@@ -192,12 +191,17 @@ async def test_restart_keeps_the_profile_secrets_and_takes_the_edits(tmp_path, m
 
 
 async def test_a_second_restart_while_one_runs_starts_no_second_server() -> None:
+    import threading
+
     built: list[Monitor] = []
     make = factory("ok")
+    # the restart is held until every press has been handled: on a loaded machine the
+    # presses could otherwise land after it ended, and then a second restart is right
+    release = threading.Event()
 
     def counting(spec):  # type: ignore[no-untyped-def]
         if built:
-            time.sleep(1.0)  # a restart that takes a while: the other presses land during it
+            release.wait(60)
         built.append(make(spec))
         return built[-1]
 
@@ -206,6 +210,12 @@ async def test_a_second_restart_while_one_runs_starts_no_second_server() -> None
         screen = await launch(app, pilot)
         await wait_for(pilot, lambda: screen.state.status is Status.READY)
         await pilot.press("r", "r", "r")  # impatient: one restart, the others are refused
+        await pilot.pause()
+        try:
+            assert app.server.busy.is_set() and len(built) == 1
+            assert toasts(app).count("already restarting") == 2, toasts(app)
+        finally:
+            release.set()
         # a loaded machine stops the first server slowly (SIGTERM, 5 s grace, SIGKILL)
         await wait_for(
             pilot,
