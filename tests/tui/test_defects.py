@@ -458,7 +458,11 @@ async def test_one_flag_is_one_flag() -> None:
         await paste(
             app, pilot, "python -m sglang.launch_server --model-path example:minicpm-sala --tp 2"
         )
-        assert "loaded 1 flag from the launch line" in notes(app)
+        for _ in range(100):  # the toast follows the load's worker: late on a loaded machine
+            if "loaded 1 flag from the launch line" in notes(app):
+                break
+            await pilot.pause(0.05)
+        assert "loaded 1 flag from the launch line" in notes(app), notes(app)
 
 
 class EchoingOracle(FakeOracle):
