@@ -39,7 +39,7 @@ def make_app(
         server_factory=server_factory,
         profile_dir=profile_dir,
     )
-    return SglaunchApp(
+    app = SglaunchApp(
         schema=bundled_schema(),
         collaborators=collab,
         model=model,
@@ -48,6 +48,27 @@ def make_app(
         debounce=debounce,
         profile=profile,
     )
+    _record_toasts(app)
+    return app
+
+
+def _record_toasts(app: SglaunchApp) -> None:
+    # Textual drops a toast once its timeout passes: on a loaded machine a test could read
+    # the list after that and see nothing, so every toast is kept here as well
+    said: list[str] = []
+    shown = app.notify
+
+    def notify(message: str, *args: object, **kwargs: object) -> None:
+        said.append(message)
+        shown(message, *args, **kwargs)  # type: ignore[arg-type]
+
+    app.notify = notify  # type: ignore[method-assign]
+    app.toasts_said = said  # type: ignore[attr-defined]
+
+
+def told(app: SglaunchApp) -> list[str]:
+    """Every toast the app showed, including those whose time has passed."""
+    return list(app.toasts_said)  # type: ignore[attr-defined]
 
 
 @pytest.fixture

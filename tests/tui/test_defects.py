@@ -17,7 +17,7 @@ from sglaunch.tui.widgets.findings import FindingsPanel
 from sglaunch.tui.widgets.flag_editor import FlagEditor
 from sglaunch.tui.widgets.row_list import RowList
 from tests.fakes.oracle import FakeOracle
-from tests.tui.conftest import make_app, plain, settle_app
+from tests.tui.conftest import make_app, plain, settle_app, told
 
 DP_LINE = ["--tp", "4", "--enable-dp-attention", "--dp-size", "4"]
 DP_ERROR = "MiniCPM does not support DP attention"
@@ -28,7 +28,7 @@ PASTED = (
 
 
 def notes(app: SglaunchApp) -> list[str]:
-    return [n.message for n in app._notifications]
+    return told(app)
 
 
 async def paste(app: SglaunchApp, pilot, text: str) -> None:  # type: ignore[no-untyped-def]

@@ -23,7 +23,7 @@ from sglaunch.validators.findings import Severity
 from tests.conftest import model_dir
 from tests.fakes.nvml import B200, H100, FakeNvml, gpu
 from tests.fakes.oracle import FakeOracle
-from tests.tui.conftest import make_app, plain, settle_app
+from tests.tui.conftest import make_app, plain, settle_app, told
 
 DP_ERROR = "MiniCPM does not support DP attention"
 
@@ -256,7 +256,7 @@ async def test_launch_is_refused_while_an_error_stands() -> None:
         await pilot.press("ctrl+l")
         await pilot.pause()
         assert app.screen.__class__.__name__ == "MainScreen"
-        notes = [n.message for n in app._notifications]
+        notes = told(app)
         assert any(DP_ERROR in n for n in notes)
 
 

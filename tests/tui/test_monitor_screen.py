@@ -13,7 +13,7 @@ from sglaunch.tui.screens.dialogs import ConfirmScreen
 from sglaunch.tui.screens.monitor import MonitorScreen, PhaseRow
 from tests.fakes.nvml import H100, FakeNvml, gpu
 from tests.runtime.support import FAKE, fake_env, free_tcp_port, wait_gone
-from tests.tui.conftest import make_app, plain
+from tests.tui.conftest import make_app, plain, told
 
 # real (fake) GPUs: launching from planning mode asks first, tested in test_flows
 EIGHT_H100 = FakeNvml([gpu(H100, i) for i in range(8)])
@@ -50,7 +50,7 @@ async def wait_for(pilot, predicate, timeout: float = 30.0, why=None) -> None:  
 
 def toasts(app: SglaunchApp) -> str:
     """What the app told the user: a timed-out wait says it, so a failure names its cause."""
-    return " | ".join(n.message for n in app._notifications)
+    return " | ".join(told(app))
 
 
 async def launch(app: SglaunchApp, pilot) -> MonitorScreen:  # type: ignore[no-untyped-def]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sglaunch.profiles import Profile, ProfileStore, Validated
 from sglaunch.tui.widgets.flag_editor import FlagEditor
-from tests.tui.conftest import make_app, settle_app
+from tests.tui.conftest import make_app, settle_app, told
 
 DP_ERROR = "MiniCPM does not support DP attention"
 
@@ -48,7 +48,7 @@ async def test_the_default_release_says_it_is_the_default_and_names_the_differen
         await settle_app(app, pilot)
         assert app.active.version == "0.5.23"
         assert DP_ERROR not in [f.message for f in app.verdict.errors]
-        notes = [n.message for n in app._notifications]
+        notes = told(app)
         assert any(
             "validated with sglang 0.5.20; now checked for sglang 0.5.23" in n for n in notes
         )
