@@ -74,7 +74,7 @@ def test_a_watched_server_killed_from_outside_ends_the_watch(home: Path, wrapper
     try:
         assert wait_for(lambda: watcher.snapshot().status is Status.READY, 20)
         os.killpg(os.getpgid(pid), signal.SIGKILL)
-        assert watcher.wait(20)
+        assert watcher.wait(60)
         state = watcher.snapshot()
         assert state.status is Status.DIED and state.diagnosis is not None
         # not its parent, nobody recorded the end: the exit status is unknown, not made up
@@ -96,7 +96,7 @@ def test_a_watched_server_stopped_with_runs_stop_is_stopped_not_crashed(
         assert wait_for(lambda: watcher.snapshot().status is Status.READY, 20)
         stopped = runs_cli(home, "stop", run, "--grace", "10")
         assert stopped.returncode == 0, stopped.stderr
-        assert watcher.wait(20)
+        assert watcher.wait(60)
         state = watcher.snapshot()
         assert state.status is Status.STOPPED and state.diagnosis is None
     finally:
@@ -106,7 +106,7 @@ def test_a_watched_server_stopped_with_runs_stop_is_stopped_not_crashed(
 
 async def test_the_tui_attaches_and_leaving_keeps_the_server(home: Path, wrapper: Path) -> None:
     from sglaunch.tui.screens.monitor import MonitorScreen
-    from tests.tui.conftest import make_app
+    from tests.tui.conftest import make_app, wait_until
 
     _, run, tree = detach(home, wrapper, "sala")
     target = resolve_attach_target(run=run, root=home / "data" / "runs")
@@ -114,11 +114,14 @@ async def test_the_tui_attaches_and_leaving_keeps_the_server(home: Path, wrapper
     app.attach = target
     try:
         async with app.run_test(size=(160, 50)) as pilot:
-            for _ in range(100):
-                await pilot.pause(0.1)
-                screen = app.screen
-                if isinstance(screen, MonitorScreen) and screen.state.status is Status.READY:
-                    break
+            await wait_until(
+                pilot,
+                lambda: (
+                    isinstance(app.screen, MonitorScreen)
+                    and app.screen.state.status is Status.READY
+                ),
+                step=0.1,
+            )
             assert isinstance(app.screen, MonitorScreen)
             assert app.screen.state.status is Status.READY
             assert not app.screen.check_action("stop", ())  # not this sglaunch's to stop

@@ -72,7 +72,7 @@ def alive(pid: int) -> bool:
         return False
 
 
-def wait_gone(pids: Iterable[int], timeout: float = 10.0) -> set[int]:
+def wait_gone(pids: Iterable[int], timeout: float = 30.0) -> set[int]:
     """The pids still alive after `timeout` (empty when all are gone)."""
     pids = set(pids)
     deadline = time.monotonic() + timeout
@@ -92,7 +92,7 @@ def tree_of(pid: int) -> set[int]:
         return set()
 
 
-def wait_tree(pid: int, size: int, timeout: float = 10.0) -> set[int]:
+def wait_tree(pid: int, size: int, timeout: float = 30.0) -> set[int]:
     """The process tree under `pid` once it has `size` members (main, schedulers, detokenizer)."""
     deadline = time.monotonic() + timeout
     tree: set[int] = set()
@@ -104,7 +104,7 @@ def wait_tree(pid: int, size: int, timeout: float = 10.0) -> set[int]:
     return tree
 
 
-def wait_for(predicate: Any, timeout: float = 10.0, interval: float = 0.02) -> bool:
+def wait_for(predicate: Any, timeout: float = 30.0, interval: float = 0.02) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():

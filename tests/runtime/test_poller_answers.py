@@ -99,7 +99,7 @@ def test_a_malformed_answer_does_not_stop_the_poller(endpoint: Endpoint, answers
         time.sleep(1.5)  # it meets the malformed answer several times
         assert thread.is_alive() and sink.loads == []
         answers.loads = b'{"loads": [{"num_running_reqs": 3, "num_waiting_reqs": 1}]}'
-        assert wait_for(lambda: bool(sink.loads), 10)
+        assert wait_for(lambda: bool(sink.loads), 30)
         assert sink.loads[-1].running == 3 and sink.loads[-1].queued == 1
     finally:
         poller.stop()

@@ -392,7 +392,7 @@ def test_ssl_keyfile_password_never_reaches_the_run_directory(monitors: list) ->
     monitor = fast_monitor(spec)
     monitors.append(monitor)
     monitor.start()
-    assert monitor.wait(20)
+    assert monitor.wait(60)
     run = monitor.run_dir
     argv = json.loads((run / "argv.json").read_text())
     assert argv["argv"][-1] == MASK and argv["command"][-1] == MASK

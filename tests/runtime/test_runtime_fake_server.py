@@ -49,7 +49,7 @@ def _status(ep: Endpoint, path: str) -> int | None:
 def test_port_is_closed_while_loading(procs: list[subprocess.Popen[str]]) -> None:
     proc, ep = _start(scenario="hang_loading")
     procs.append(proc)
-    assert wait_for(lambda: proc.poll() is None, 1)
+    assert wait_for(lambda: proc.poll() is None, 30)
     for _ in range(5):
         with pytest.raises(ConnectionRefusedError):
             request(ep, "/health")

@@ -193,7 +193,7 @@ def test_detach_leaves_the_server_running_with_a_masked_log(children: list[Child
         assert "The server is fired up and ready to roll!" in log.read_text()
         # the relay keeps writing the log after sglaunch has gone
         assert request(Endpoint("127.0.0.1", child.port, secret), "/v1/models").status == 200
-        assert wait_for(lambda: '"GET /v1/models HTTP/1.1" 200 OK' in log.read_text(), 5)
+        assert wait_for(lambda: '"GET /v1/models HTTP/1.1" 200 OK' in log.read_text(), 30)
         assert secret not in log.read_text()
     finally:
         os.kill(pid, signal.SIGTERM)
@@ -254,7 +254,7 @@ spec = LaunchSpec(
 )
 monitor = Monitor(spec, probe_interval=0.1, gpu_interval=None)
 monitor.start()
-assert monitor.wait_ready(20)
+assert monitor.wait_ready(60)
 while len(monitor.tree_pids()) < 3:
     time.sleep(0.02)
 print(json.dumps(sorted(monitor.tree_pids())), flush=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import pytest
@@ -86,27 +87,41 @@ def plain(widget: object) -> str:
     return console.export_text()
 
 
+# waits are bounded by the wall clock, not by a count of pauses: on a loaded CI machine a
+# pause lasts longer than asked, and a settle that gives up early makes a later line flaky
+PATIENCE_S = 60.0
+
+
+async def wait_until(pilot, ready: Callable[[], bool], step: float = 0.01) -> bool:  # type: ignore[no-untyped-def]
+    """Pause until `ready()` or PATIENCE_S pass; whether it became ready."""
+    deadline = time.monotonic() + PATIENCE_S
+    while not ready():
+        if time.monotonic() > deadline:
+            return False
+        await pilot.pause(step)
+    return True
+
+
 async def settle_app(app: SglaunchApp, pilot) -> None:  # type: ignore[no-untyped-def]
     """Workers done, and sglang's (fake) verdict in whenever it can be asked."""
     # the GPU probe and the model load start after the first frame: on a loaded machine
     # that frame may not be painted yet, and then there is no worker to wait for
-    for _ in range(500):
-        if app.first_frame_at is not None:
-            break
-        await pilot.pause(0.01)
+    await wait_until(pilot, lambda: app.first_frame_at is not None)
     await app.workers.wait_for_complete()
-    for _ in range(500):
-        if not app.session.model_pending:
-            break
+    deadline = time.monotonic() + PATIENCE_S
+    while app.session.model_pending and time.monotonic() < deadline:
         await pilot.pause(0.01)
         await app.workers.wait_for_complete()
     await pilot.pause()
-    for _ in range(100):
+
+    def verdict_in() -> bool:
         waiting = app.tiers.waits_for(app.session)
         if app.tiers.oracle is None or waiting is not None or app.verdict.answered:
-            break
-        if app.tiers.reply_for(app.session) is not None:  # a fault: answered, no verdict
-            break
+            return True
+        return app.tiers.reply_for(app.session) is not None  # a fault: answered, no verdict
+
+    deadline = time.monotonic() + PATIENCE_S
+    while not verdict_in() and time.monotonic() < deadline:
         await pilot.pause(0.02)
         await app.workers.wait_for_complete()
     await pilot.pause()

@@ -17,7 +17,7 @@ from sglaunch.tui.widgets.findings import FindingsPanel
 from sglaunch.tui.widgets.flag_editor import FlagEditor
 from sglaunch.tui.widgets.row_list import RowList
 from tests.fakes.oracle import FakeOracle
-from tests.tui.conftest import make_app, plain, settle_app, told
+from tests.tui.conftest import make_app, plain, settle_app, told, wait_until
 
 DP_LINE = ["--tp", "4", "--enable-dp-attention", "--dp-size", "4"]
 DP_ERROR = "MiniCPM does not support DP attention"
@@ -458,10 +458,8 @@ async def test_one_flag_is_one_flag() -> None:
         await paste(
             app, pilot, "python -m sglang.launch_server --model-path example:minicpm-sala --tp 2"
         )
-        for _ in range(100):  # the toast follows the load's worker: late on a loaded machine
-            if "loaded 1 flag from the launch line" in notes(app):
-                break
-            await pilot.pause(0.05)
+        # the toast follows the load's worker: late on a loaded machine
+        await wait_until(pilot, lambda: "loaded 1 flag from the launch line" in notes(app))
         assert "loaded 1 flag from the launch line" in notes(app), notes(app)
 
 
