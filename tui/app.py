@@ -186,6 +186,8 @@ class SglaunchApp(App[int]):
         if self._hung_up:
             return
         self._hung_up = True
+        # kept here, on the thread that owns the session, before anything is stopped
+        self.profile_flow.keep_unsaved()
         self._end_after_hangup()
 
     @work(thread=True, exclusive=True, group="quit")
@@ -197,7 +199,7 @@ class SglaunchApp(App[int]):
         with contextlib.suppress(Exception):
             self.server.stop_and_wait()
         # not App.exit: Textual's shutdown waits on a writer thread that died writing to
-        # the dead terminal, forever; the server is stopped and nothing is left to save
+        # the dead terminal, forever; the server is stopped and unsaved edits are kept
         exit_now(128 + signal.SIGHUP)
 
     def _start(self) -> None:
@@ -221,7 +223,12 @@ class SglaunchApp(App[int]):
         self.main.set_flags_title(f"{self.active.label()} · {len(self.schema)} flags")
         if self.c.flag_facts is not None:
             self.load_flag_facts(self.named_version)
+        self.report_recovered()
         self.refresh_views()
+
+    @work(thread=True, exclusive=True, group="recovered")
+    def report_recovered(self) -> None:
+        self.profile_flow.report_recovered()  # App.notify is thread-safe
 
     def on_unmount(self) -> None:
         self.tiers.close()

@@ -79,6 +79,38 @@ class ProfileFlow:
         self.app.update_title()
         return True
 
+    def keep_unsaved(self) -> str | None:
+        """The terminal went away with unsaved edits: keep them as a new profile
+        (profiles/recovery.py); its name, or None when nothing was unsaved or kept."""
+        from sglaunch.profiles.recovery import keep_unsaved
+
+        session = self.app.session
+        if not session.dirty:
+            return None
+        version = self.app.tiers.version or self.app.active.version
+        try:
+            return keep_unsaved(
+                self.store(), lambda name: session.to_profile(name, sglang_version=version)
+            )
+        except (UserError, OSError):
+            return None  # nobody is left to tell; the server is stopped all the same
+
+    def report_recovered(self) -> None:
+        """Say once which launches an earlier hang-up kept."""
+        from sglaunch.profiles.recovery import take_recovered
+
+        try:
+            kept = take_recovered(self.store())
+        except (UserError, OSError):
+            return
+        for name in kept:
+            self.app.notify(
+                f"kept when the terminal closed with unsaved edits: profile {name} "
+                "(F2 opens the profiles)",
+                title="Unsaved launch kept",
+                timeout=15,
+            )
+
     def save_current(self) -> None:
         from sglaunch.profiles.profile import name_from_model
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from sglaunch.profiles import ProfileStore
 from sglaunch.runtime import Status
 from tests.tui.test_monitor_screen import EIGHT_H100, factory, launch, wait_for
 
@@ -81,3 +82,39 @@ async def test_a_hang_up_stops_the_server_the_tui_owns(monkeypatch: pytest.Monke
         await wait_for(pilot, lambda: bool(ended))
         assert ended == [128 + signal.SIGHUP]
         assert len(built) == 1 and not built[0].running()
+    assert ProfileStore().names() == []  # nothing was edited: nothing kept
+
+
+async def test_a_hang_up_keeps_unsaved_edits_and_the_next_start_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from sglaunch.tui import hangup
+    from sglaunch.tui.widgets.flag_editor import FlagEditor
+    from sglaunch.tui.widgets.row_list import RowList
+    from tests.tui.conftest import make_app, settle_app, told, wait_until
+
+    ended: list[int] = []
+    monkeypatch.setattr(hangup, "exit_now", ended.append)
+    app = make_app(gpu_spec="H100x8")
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle_app(app, pilot)
+        editor = app.main.query_one(FlagEditor)
+        editor.select("enable_metrics")
+        await pilot.pause()
+        editor.query_one(RowList).focus()
+        await pilot.press("space")
+        await pilot.pause()
+        assert app.session.flags.get("enable_metrics") is True and app.dirty
+        app.hung_up()
+        assert await wait_until(pilot, lambda: bool(ended))
+    [name] = ProfileStore().names()
+    assert name.startswith("unsaved-")
+    assert ProfileStore().load(name).flags["enable_metrics"] is True
+
+    again = make_app(gpu_spec="H100x8")
+    async with again.run_test(size=(160, 50)) as pilot:
+        await settle_app(again, pilot)
+        assert await wait_until(pilot, lambda: any(name in t for t in told(again)))
+    assert [t for t in told(again) if name in t] == [
+        f"kept when the terminal closed with unsaved edits: profile {name} (F2 opens the profiles)"
+    ]
