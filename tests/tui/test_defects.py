@@ -312,6 +312,22 @@ async def test_at_80x24_the_focused_findings_show_more_than_one_finding() -> Non
         )
 
 
+async def test_at_80x24_the_editor_with_the_focus_shows_several_flags() -> None:
+    app = make_app(gpu_spec="H100x8", argv=DP_LINE)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle_app(app, pilot)
+        table = app.main.query_one(RowList)
+        table.focus()
+        await pilot.pause()
+        assert table.size.height >= 4  # a group's title and three flags at least
+        row = app.main.query_one("#launch-row")
+        assert not row.display  # ctrl+l launches; the findings give the editor room
+        app.main.query_one("#finding-list", OptionList).focus()
+        await pilot.pause()
+        assert row.display and app.main.query_one("#launch-button", Button).region.height == 1
+        assert app.main.query_one("#findings").region.bottom <= 24 - 4  # the command below
+
+
 # 8 -------------------------------------------------------------------------------------
 
 
