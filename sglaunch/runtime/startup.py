@@ -85,13 +85,16 @@ def parse_server_args(text: str) -> dict[str, Any]:
         data = ast.literal_eval(text)
         if isinstance(data, dict):
             return {k: v for k, v in data.items() if k in ARG_KEYS}
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
+    # a log line is not code to trust: whatever the parser makes of it (CPython 3.11 also
+    # raises SystemError "AST constructor recursion depth mismatch" when two threads parse
+    # at once), the line is read the slow way below and the log reader keeps going
+    except Exception:
         pass
     out: dict[str, Any] = {}
     for key in ARG_KEYS:
         m = re.search(rf"'{key}': ([^,}}]+)", text)
         if m:
-            with contextlib.suppress(ValueError, SyntaxError):
+            with contextlib.suppress(Exception):
                 out[key] = ast.literal_eval(m.group(1).strip())
     return out
 

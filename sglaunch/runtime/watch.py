@@ -198,6 +198,13 @@ class Watcher(Observed):
                 lambda t: t.stop_requested(pid if isinstance(pid, int) else 0, float(at))
             )
 
+    def _stop_recorded(self) -> None:
+        """Before a failed probe counts: `runs stop` records the stop before it signals, so
+        a server draining on purpose is known as such here, whichever thread sees it first
+        (the liveness check reads the record only every so often)."""
+        if self.target.run is not None:
+            self._notice_stop()
+
     def _run_ending(self) -> tuple[int | None, bool]:
         """(its exit code, whether it was stopped on purpose), as its run recorded them."""
         from sglaunch.runtime.runs import RunState, load_run
@@ -267,9 +274,11 @@ class _Sink:
         self.w._observed(lambda t: t.http_ready(time.time()))
 
     def on_unavailable(self) -> None:
+        self.w._stop_recorded()
         self.w._observed(lambda t: t.http_unavailable(time.time()))
 
     def on_health_failed(self) -> None:
+        self.w._stop_recorded()
         self.w._observed(lambda t: t.health_failed(time.time()))
 
     def on_server_info(self, info: Mapping[str, Any] | None) -> None:

@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from sglaunch.runtime.attach_target import resolve_attach_target
 from sglaunch.runtime.state import Status
 from sglaunch.runtime.watch import Watcher
@@ -85,12 +87,21 @@ def test_a_watched_server_killed_from_outside_ends_the_watch(home: Path, wrapper
     assert listed(home)[0]["state"] == "crashed"
 
 
+@pytest.mark.parametrize(
+    "liveness", [0.2, 3.0], ids=["liveness-first", "probe-first"]
+)  # probe-first: the drain's 503 reaches the poller long before the record is read again
 def test_a_watched_server_stopped_with_runs_stop_is_stopped_not_crashed(
-    home: Path, wrapper: Path
+    home: Path, wrapper: Path, liveness: float
 ) -> None:
     _, run, tree = detach(home, wrapper, "sala")
     target = resolve_attach_target(run=run, root=home / "data" / "runs")
-    watcher = Watcher(target, gpu_interval=None, liveness_interval=0.2)
+    watcher = Watcher(
+        target,
+        gpu_interval=None,
+        liveness_interval=liveness,
+        probe_interval=0.05,
+        metrics_interval=0.05,
+    )
     watcher.start()
     try:
         assert wait_for(lambda: watcher.snapshot().status is Status.READY, 20)

@@ -201,6 +201,27 @@ def test_server_args_survive_a_line_that_is_not_a_literal() -> None:
     }
 
 
+def test_server_args_survive_a_parser_that_breaks(monkeypatch: pytest.MonkeyPatch) -> None:
+    # seen under load: CPython 3.11's parser raised SystemError ("AST constructor recursion
+    # depth mismatch") in the log reader's thread, and the whole log stopped being read
+    import ast
+
+    real = ast.literal_eval
+    calls = []
+
+    def flaky(text: str) -> object:
+        calls.append(text)
+        if len(calls) == 1:
+            raise SystemError("AST constructor recursion depth mismatch (before=30, after=186)")
+        return real(text)
+
+    monkeypatch.setattr(ast, "literal_eval", flaky)
+    assert parse_server_args("{'mem_fraction_static': 0.8, 'tp_size': 2}") == {
+        "mem_fraction_static": 0.8,
+        "tp_size": 2,
+    }
+
+
 def test_a_startup_timeout_names_the_last_phase() -> None:
     tracker = started()
     feed(tracker, TRANSCRIPT[:4])
