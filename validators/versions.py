@@ -22,6 +22,17 @@ NEWEST = SUPPORTED[-1]
 # Before it, --enable-dp-attention --dp-size N *is* attention DP, with no warning.
 ATTN_DP_SIZE = "0.5.22"
 
+# sglang's memory defaults that changed inside the range (srt/arg_groups/memory_hook.py):
+# the 20-35 GiB tier (RTX 5090) gets chunked prefill 4096 and decode max_bs 48/160, and an
+# unknown GPU's default fraction is 0.95 (0.5.19: 2048, 24/80 and 0.88)
+MEMORY_TIERS_0_5_20 = "0.5.20"
+# an unset decode graph max_bs is capped by --max-running-requests (memory_hook.py:182-188)
+DECODE_BS_CAPPED = "0.5.22"
+# the MLA prefill graph's max_bs default is min(8192, chunked prefill) (before: 2048)
+MLA_PREFILL_BS_8192 = "0.5.23"
+# a hybrid-SWA model's pool is sized for its PP stage's layers (0.5.19-0.5.20: every layer's)
+SWA_POOL_PER_STAGE = "0.5.21"
+
 
 # the rules ask these on every check, and fixes are vetted by re-running them: memoised
 # (bounded: a hostile version string costs one entry, never a growing table)
@@ -101,3 +112,8 @@ def span_text(since: str | None, until: str | None) -> str:
 def has_attn_dp_size(version: str | None) -> bool:
     """The release has --attn-dp-size (and deprecates --enable-dp-attention)."""
     return at_least(semantics(version), ATTN_DP_SIZE)
+
+
+def memory_since(version: str | None, change: str) -> bool:
+    """The release's memory defaults include `change` (one of the constants above)."""
+    return at_least(semantics(version), change)

@@ -138,7 +138,6 @@ def fit_command(
     from sglaunch.validators.engine import validate
     from sglaunch.validators.memory.layouts import plan_layouts
     from sglaunch.validators.memory.plan import plan_memory
-    from sglaunch.validators.versions import NEWEST
     from sglaunch.versions import load_flag_facts, parse_named
 
     out = out or sys.stdout
@@ -162,10 +161,8 @@ def fit_command(
     )
     resolved = None
     probe: dict[str, Any] | None = None
-    # the memory arithmetic mirrored is 0.5.23's for every release; the rules are the release's
-    status = f"built-in mirror of sglang {NEWEST}'s start-up arithmetic" + (
-        f", with sglang {active.version}'s rules" if active.rules_version != NEWEST else ""
-    )
+    # the defaults that differ between releases are mirrored per release (validators/versions.py)
+    status = f"built-in mirror of sglang {active.rules_version}'s start-up arithmetic"
     status += " (--oracle asks sglang itself)"
     if use_oracle:
         resolved, probe, status = _ask_oracle(inp, argv, sglang_python)
@@ -228,8 +225,14 @@ def _ask_oracle(inp: CheckInput, argv: list[str], python: str | None) -> tuple[A
 
 
 def _probe_text(probe: dict[str, Any]) -> str:
-    if probe.get("error"):
-        return f"{probe['error'].get('type')}: {probe['error'].get('message')}"
+    error = probe.get("error")
+    if error and error.get("fault"):
+        return (
+            "could not be run on this release (a sglaunch limitation, not sglang's verdict): "
+            f"{error.get('type')}: {error.get('message')}"
+        )
+    if error:
+        return f"{error.get('type')}: {error.get('message')}"
     return (
         f"max_total_num_tokens={probe.get('max_total_num_tokens')}, "
         f"max_running_requests={probe.get('max_running_requests')}"

@@ -27,8 +27,12 @@ def with_memory_shapes(
     tcfg: Mapping[str, Any],
     sala: Mapping[str, Any] | None,
     hf_quant: Mapping[str, Any] | None = None,
+    *,
+    sglang_types: frozenset[str] | None = None,
 ) -> ModelFacts:
-    shapes = shapes_from_config(config, tcfg, sala=sala, hf_quant=hf_quant)
+    shapes = shapes_from_config(
+        config, tcfg, sala=sala, hf_quant=hf_quant, sglang_types=sglang_types
+    )
     weights = estimate_weights(config, tcfg, shapes) if not shapes.problems else None
     return replace(facts, shapes=shapes, weights=weights)
 
@@ -60,7 +64,11 @@ def read_hf_quant_config(model_dir: Path) -> dict[str, Any] | None:
 
 
 def with_weight_breakdown(
-    facts: ModelFacts, model_dir: Path, config: Mapping[str, Any]
+    facts: ModelFacts,
+    model_dir: Path,
+    config: Mapping[str, Any],
+    *,
+    sglang_version: str | None = None,
 ) -> ModelFacts:
     """Per-tensor weight groups from the checkpoint's headers, when it has safetensors files.
 
@@ -72,10 +80,12 @@ def with_weight_breakdown(
     from sglaunch.facts.model import known_model_types, text_config
 
     hf_quant = read_hf_quant_config(model_dir)
-    _, sglang_types = known_model_types()
+    _, sglang_types = known_model_types(sglang_version)
     own_type = str(config.get("model_type") or "") in sglang_types
     if own_type and facts.loaded_with == "transformers" and not facts.is_minicpm_sala:
-        facts = with_memory_shapes(facts, config, text_config(config), None, hf_quant)
+        facts = with_memory_shapes(
+            facts, config, text_config(config), None, hf_quant, sglang_types=sglang_types
+        )
     elif hf_quant is not None and facts.shapes is not None:
         algo = (hf_quant.get("quantization") or {}).get("kv_cache_quant_algo")
         if isinstance(algo, str):

@@ -415,7 +415,7 @@ def facts_from_config(
             if sala.get("config_error")
             else facts.config_error_ref,
         )
-    return with_memory_shapes(facts, config, tcfg, sala)
+    return with_memory_shapes(facts, config, tcfg, sala, sglang_types=sglang_types)
 
 
 # --- loading ------------------------------------------------------------------------
@@ -507,7 +507,7 @@ def load_model_facts(
     )
     wbytes, wsource = weight_bytes(model_dir)
     facts = replace(facts, weight_bytes=wbytes, weight_source=wsource)
-    return with_weight_breakdown(facts, model_dir, raw)
+    return with_weight_breakdown(facts, model_dir, raw, sglang_version=sglang_version)
 
 
 def model_path_for_sglang(source: str, env: Mapping[str, str] | None = None) -> str:

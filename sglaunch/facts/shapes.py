@@ -152,8 +152,10 @@ def shapes_from_config(
     *,
     sala: Mapping[str, Any] | None = None,
     hf_quant: Mapping[str, Any] | None = None,
+    sglang_types: frozenset[str] | None = None,
 ) -> ModelShapes:
-    """The shapes of one model; `tcfg` is the text config, `sala` facts_from_config's SALA facts."""
+    """The shapes of one model; `tcfg` is the text config, `sala` facts_from_config's SALA facts,
+    `sglang_types` the model types the release registers a config class for (None: the newest)."""
     arch = str((config.get("architectures") or [""])[0])
     model_type = str(config.get("model_type") or "")
     problems: list[str] = []
@@ -181,8 +183,10 @@ def shapes_from_config(
     vision = (
         config.get("vision_config") if isinstance(config.get("vision_config"), Mapping) else None
     )
-    if vision is None and arch in DEFAULT_VISION:
-        # sglang's own config class builds a default vision config (configs/minicpmv4_6.py:127-128)
+    own_config = sglang_types is None or model_type in sglang_types
+    if vision is None and arch in DEFAULT_VISION and own_config:
+        # sglang's own config class builds a default vision config (configs/minicpmv4_6.py:127-128);
+        # a release without that class (MiniCPM-V 4.7 before 0.5.23) has no vision config
         vision = DEFAULT_VISION[arch]
     common: dict[str, Any] = {
         "num_layers": layers or 0,

@@ -2,7 +2,7 @@
 
 Runs under the *sglang* interpreter, loaded by path from `worker.py` (standard
 library and sglang only). Given the resolved ServerArgs and an emulated
-baseline P and weights W, it calls sglang 0.5.23's own
+baseline P and weights W, it calls the installed sglang's (0.5.19 to 0.5.23) own
 `KVCacheConfigurator._resolve_memory_pool_config` — the budget check
 (`_profile_available_bytes`, with `get_available_gpu_memory` answering P − W),
 the mamba/state split, `create_memory_pool_configurator(...).calculate_pool_sizes`,
@@ -14,13 +14,17 @@ all-reduce MIN is replayed in Python.
 Request: {"pre_gib": P, "weights_bytes": W, "kv_cache_quant_algo": str|None}
 Answer:  {"ok": bool, "max_total_num_tokens", "max_running_requests",
           "swa_tokens", "max_mamba_cache_size", "cell_bytes": [per stage],
-          "error": {"type", "message"} | None}
+          "error": {"type", "message", "fault"?} | None}   (fault: the stub, not sglang)
 """
 
 from __future__ import annotations
 
 import types
 from typing import Any
+
+# what a stub that does not fit the release's code raises (a name, a field, a signature
+# it lacks); sglang's own verdicts are ValueError / RuntimeError with its message
+PROBE_FAULTS = (AttributeError, ImportError, NameError, TypeError, KeyError, AssertionError)
 
 
 def _layer_info(model_config: Any, rank: int, pp: int) -> Any:
@@ -79,7 +83,7 @@ def warm() -> None:
 def _stub(server_args: Any, model_config: Any, rank: int, quant_algo: str | None) -> Any:
     """A KVCacheConfigurator stand-in with the fields the pool arithmetic reads."""
     from sglang.srt.arg_groups.overrides import resolved_view, use_mla_backend
-    from sglang.srt.configs.hybrid_arch import hybrid_gdn_config, hybrid_kda_config, mambaish_config
+    from sglang.srt.configs import hybrid_arch
     from sglang.srt.mem_cache.kv_cache_configurator import KVCacheConfigurator
     from sglang.srt.mem_cache.kv_cache_dtype import configure_kv_cache_dtype
     from sglang.srt.runtime_context import get_parallel
@@ -101,6 +105,8 @@ def _stub(server_args: Any, model_config: Any, rank: int, quant_algo: str | None
         gpu_id=0,
         attn_dp_size=get_parallel().attn_dp_size,
         pp_size=pp,
+        # 0.5.19 reads the widths from its model runner's parallel state
+        ps=types.SimpleNamespace(attn_dp_size=get_parallel().attn_dp_size, pp_size=pp),
         model=None,
         model_config=model_config,
         server_args=server_args,
@@ -128,9 +134,10 @@ def _stub(server_args: Any, model_config: Any, rank: int, quant_algo: str | None
         kv_shard_size=1,
         draft_parallel_layout=None,
     )
-    kvc.mambaish_config = mambaish_config(model_config)
-    kvc.hybrid_gdn_config = hybrid_gdn_config(model_config)
-    kvc.hybrid_kda_config = hybrid_kda_config(model_config)
+    # each release reads the configs it knows (0.5.19 has no KDA hybrid)
+    for name in ("mambaish_config", "hybrid_gdn_config", "hybrid_kda_config"):
+        of = getattr(hybrid_arch, name, None)
+        setattr(kvc, name, of(model_config) if of is not None else None)
     kvc.is_hybrid_swa_mtp_draft = False
     kvc.draft_swa_full_capacity = False
     kvc.fused_entry_bytes = lambda _name: None
@@ -189,9 +196,32 @@ def pool_answer(server_args: Any, spec: dict[str, Any]) -> dict[str, Any]:
         model_config = model_config_of(server_args)
         publish(server_args, role="scheduler")
         # no process groups exist here: the one collective is replayed in _one_stage
-        get_parallel().override_permanently(
-            world_group=types.SimpleNamespace(cpu_group=None, world_size=1)
-        )
+        world = types.SimpleNamespace(cpu_group=None, world_size=1)
+        parallel = get_parallel()
+        if hasattr(kcm, "get_world_group"):  # 0.5.19-0.5.20 read it from parallel_state
+            kcm.get_world_group = lambda: world
+        if hasattr(type(parallel), "override_permanently"):
+            parallel.override_permanently(world_group=world)
+        else:
+            # 0.5.19 stamps the derived widths when the groups are built (dp_attention.py:373,
+            # parallel_state.py:2517): the same function, from the resolved leaves
+            from sglang.srt.runtime_context import derive_parallel_widths
+
+            def width(name: str) -> int:
+                return int(getattr(server_args, name, 1) or 1)
+
+            dcp = width("dcp_size")
+            parallel.stamp_derived_widths(
+                **derive_parallel_widths(
+                    tp_size=width("tp_size"),
+                    attn_cp_size=width("attn_cp_size"),
+                    attn_dp_size=width("dp_size") if server_args.enable_dp_attention else 1,
+                    moe_ep_size=width("ep_size"),
+                    moe_dp_size=width("moe_dp_size"),
+                    dcp_size=dcp,
+                    dcp_enabled=dcp > 1,
+                )
+            )
         # the budget check's free-memory probe: P - W, the MIN over ranks sglang would take
         kcm.get_available_gpu_memory = lambda *a, **k: available_gib
         kcm.gc.collect = lambda *a, **k: 0
@@ -219,6 +249,8 @@ def pool_answer(server_args: Any, spec: dict[str, Any]) -> dict[str, Any]:
         out["ok"] = True
     except BaseException as exc:  # sglang's own errors are the answer
         out["error"] = {"type": type(exc).__name__, "message": str(exc)}
+        if isinstance(exc, PROBE_FAULTS):
+            out["error"]["fault"] = True  # this stub does not fit the release: no verdict
     return out
 
 

@@ -1,7 +1,8 @@
-"""The built-in memory plan against sglang's own code, case by case (the CPU sglang environment).
+"""The built-in memory plan against sglang's own code, case by case (the CPU sglang environments).
 
 For every example model and test model × H100/H200/A100-40GB/L40S/RTX 5090/B200
-× TP 1/2/4/8 × three flag sets, one warm oracle resolves the launch and, with
+× TP 1/2/4/8 (1/4 on the older releases, where make test also runs it: 0.5.19 and
+0.5.21) × three flag sets, one warm oracle resolves the launch and, with
 the free memory emulated as the plan's baseline less its weights, runs sglang's
 `_resolve_memory_pool_config` (sglaunch/oracle/memory_probe.py). The built-in
 plan must equal it: the knobs sglang's resolution sets (mem_fraction_static,
@@ -27,7 +28,9 @@ from sglaunch.memory.oracle import oracle_memory_request, plan_numbers
 from sglaunch.oracle import Oracle
 from sglaunch.oracle.answer import OracleAnswer
 from sglaunch.validators.memory.plan import MemoryPlan, plan_memory
+from sglaunch.validators.versions import key as version_key
 from tests.conftest import MODELS, make_input
+from tests.releases import RELEASES_VAR, REQUIRED_RELEASES, release_pythons
 
 pytestmark = [pytest.mark.oracle, pytest.mark.timeout(900)]
 
@@ -93,24 +96,40 @@ EXTRA = [
 ]
 
 
-def _cases() -> Iterator[tuple[str, str, list[str]]]:
+# the older releases: both sides of the tp < 4 tier split, every model, GPU and flag set
+OLD_TPS = [1, 4]
+
+
+def _cases(tps: list[int]) -> Iterator[tuple[str, str, list[str]]]:
     for model in ALL_MODELS:
         for gpu in GPUS:
-            for tp in TPS:
+            for tp in tps:
                 for flags in FLAG_SETS:
                     yield model, gpu, ["--tp-size", str(tp), *flags]
     yield from EXTRA
 
 
-@pytest.fixture(scope="module")
-def outcomes(sglang_python: str) -> list[Outcome]:
-    python = sglang_python
+def test_the_memory_differential_runs_on_the_required_releases() -> None:
+    have = release_pythons()
+    missing = [v for v in REQUIRED_RELEASES if v not in have]
+    assert not missing, (
+        f"the memory differential must run on sglang {', '.join(REQUIRED_RELEASES)}; "
+        f"{', '.join(missing)} missing (found {sorted(have)}). `make test` builds them "
+        f"(.venv-sglang-VERSION) and names them in {RELEASES_VAR}"
+    )
+
+
+@pytest.fixture(scope="module", params=list(release_pythons()) or ["none"])
+def outcomes(request: pytest.FixtureRequest, sglang_python: str) -> list[Outcome]:
+    python = release_pythons().get(str(request.param)) or sglang_python
     out = []
     t0 = time.perf_counter()
     with Oracle(python, timeout=60.0) as oracle:
         assert oracle.status.available, oracle.status.reason
-        for model, gpu, argv in _cases():
-            inp = make_input(model, argv, gpu)
+        version = oracle.status.sglang_version  # the plan for the release that answers
+        newest = not release_pythons() or version == max(release_pythons(), key=version_key)
+        for model, gpu, argv in _cases(TPS if newest else OLD_TPS):
+            inp = make_input(model, argv, gpu, version=version)
             plan = plan_memory(inp)
             source = model if model.startswith("example:") else str(MODELS / model)
             full = ["--model-path", model_path_for_sglang(source), *argv]
@@ -119,7 +138,10 @@ def outcomes(sglang_python: str) -> list[Outcome]:
             )
             out.append(Outcome(model, gpu, tuple(argv), plan, answer))
     elapsed = time.perf_counter() - t0
-    print(f"\nmemory differential: {len(out)} launches through sglang in {elapsed:.0f} s")
+    print(
+        f"\nmemory differential, sglang {version}: {len(out)} launches through sglang "
+        f"in {elapsed:.0f} s"
+    )
     return out
 
 
@@ -165,6 +187,9 @@ def test_pool_equals_sglangs_pool_configurator(outcomes: list[Outcome]) -> None:
             continue
         ours = plan_numbers(o.plan)
         if mem.get("error"):
+            if mem["error"].get("fault"):  # the probe's stub, not sglang: never a pass
+                wrong.append(f"{o.label}: the probe could not run sglang's code: {mem['error']}")
+                continue
             compared["error"] += 1
             if ours["error"] != mem["error"]["message"]:
                 wrong.append(

@@ -7,7 +7,6 @@ never skipped, so a green run means sglang's own resolution really ran.
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,26 +18,7 @@ from sglaunch.facts.presets import parse_gpu_spec
 from sglaunch.oracle import Oracle
 from sglaunch.oracle.interpreter import ENV_VAR
 from sglaunch.validators.facts import GpuFacts
-
-# The other releases' interpreters (space-separated); `make test` points it at
-# .venv-sglang-0.5.19 and .venv-sglang-0.5.21 beside SGLAUNCH_SGLANG_PYTHON's 0.5.23.
-RELEASES_VAR = "SGLAUNCH_SGLANG_PYTHONS"
-# the releases the differential corpus must run on (the issue's "at least")
-REQUIRED_RELEASES = ("0.5.19", "0.5.21", "0.5.23")
-
-
-@functools.cache
-def release_pythons() -> dict[str, str]:
-    """sglang version -> interpreter, for every interpreter the environment names."""
-    from sglaunch.oracle.interpreter import probe_sglang_version
-
-    paths = [os.environ.get(ENV_VAR, ""), *os.environ.get(RELEASES_VAR, "").split()]
-    out: dict[str, str] = {}
-    for path in filter(None, paths):
-        full = os.path.abspath(path)
-        version, _why = probe_sglang_version(full)
-        out.setdefault(version or f"unusable:{full}", full)
-    return dict(sorted(out.items()))
+from tests.releases import RELEASES_VAR, REQUIRED_RELEASES, release_pythons  # noqa: F401
 
 
 def require_sglang_python() -> str:

@@ -2,12 +2,16 @@
 
 Every function mirrors `srt/arg_groups/memory_hook.py` and
 `srt/arg_groups/cuda_graph_hook.py` of sglang 0.5.23 (line numbers in the
-docstrings). All memory here is in MiB, as sglang computes it.
+docstrings); `release` selects the older values where a release differs
+(validators/versions.py names each change). All memory here is in MiB, as sglang
+computes it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from sglaunch.validators.versions import MEMORY_TIERS_0_5_20, MLA_PREFILL_BS_8192, memory_since
 
 GIB_MIB = 1024
 
@@ -31,12 +35,18 @@ class Tier:
     label: str
 
 
-def gpu_tier(gpu_mem_mib: float | None, tp_size: int) -> Tier:
+# 0.5.19's 20-35 GiB tier (its memory_hook.py:76-87)
+TIER_35_GIB_0_5_19 = (2048, 24, 80)
+
+
+def gpu_tier(gpu_mem_mib: float | None, tp_size: int, release: str | None = None) -> Tier:
     """chunked_prefill_size and decode CUDA-graph max_bs defaults (memory_hook.py:89-180)."""
     if gpu_mem_mib is None:
         return Tier(UNKNOWN_TIER[0], UNKNOWN_TIER[1], UNKNOWN_TIER[2])
     for bound, chunk, small, large, label in TIERS:
         if gpu_mem_mib < bound:
+            if bound == 35 * GIB_MIB and not memory_since(release, MEMORY_TIERS_0_5_20):
+                chunk, small, large = TIER_35_GIB_0_5_19
             return Tier(chunk, small if tp_size < 4 else large, label)
     raise AssertionError("unreachable: the last tier is unbounded")
 
@@ -90,10 +100,20 @@ def prefill_graph_batch_sizes(max_bs: int) -> list[int]:
 
 
 def prefill_graph_max_bs(
-    chunked_prefill_size: int, *, mla: bool, max_total_tokens: int | None, model_path: str
+    chunked_prefill_size: int,
+    *,
+    mla: bool,
+    max_total_tokens: int | None,
+    model_path: str,
+    release: str | None = None,
 ) -> int:
     """The prefill graph's max_bs when unset (memory_hook.py:233-263; PP breakable cap aside)."""
-    max_bs = chunked_prefill_size if not mla else min(8192, chunked_prefill_size)
+    if not mla:
+        max_bs = chunked_prefill_size
+    elif memory_since(release, MLA_PREFILL_BS_8192):
+        max_bs = min(8192, chunked_prefill_size)
+    else:
+        max_bs = 2048  # 0.5.22's memory_hook.py:233-240
     if max_total_tokens is not None:
         max_bs = min(max_bs, max_total_tokens)
     if "llama-2" in model_path.lower():
@@ -128,6 +148,7 @@ class ReserveInputs:
     speculative_num_draft_tokens: int | None = None
     deepep: bool = False
     post_capture_sizing: bool = False
+    release: str | None = None
 
 
 @dataclass(frozen=True)
@@ -194,7 +215,8 @@ def default_reserve(r: ReserveInputs) -> Reserve:
         if r.deepep and r.disaggregation_mode != "prefill" and r.graphs.decode_enabled:
             parts["deepep_a2a"] = 2048.0  # reserve_for_deepep_a2a_mb, l.402-414
             total += 2048.0
-    mfs = 0.95 if r.gpu_mem_mib is None else round((r.gpu_mem_mib - total) / r.gpu_mem_mib, 3)
+    unknown = 0.95 if memory_since(r.release, MEMORY_TIERS_0_5_20) else 0.88
+    mfs = unknown if r.gpu_mem_mib is None else round((r.gpu_mem_mib - total) / r.gpu_mem_mib, 3)
     return Reserve(parts=parts, total_mib=total, floor_applied=floor, mem_fraction_static=mfs)
 
 

@@ -46,6 +46,7 @@ from sglaunch.validators.memory.shapes import (
     max_rank_weight_bytes,
     pp_layer_range,
 )
+from sglaunch.validators.versions import SWA_POOL_PER_STAGE, memory_since
 
 MIB = 1 << 20
 INT64_MAX = (1 << 63) - 1
@@ -261,8 +262,9 @@ def _tokens(k: Knobs, shapes: ModelShapes, kv: KvDtype, pre_gib: float, weights:
     cells: list[Cell] = []
     per_stage: list[int] = []
     full_ids = shapes.full_layer_ids
+    whole = shapes.family == SWA and not memory_since(k.release, SWA_POOL_PER_STAGE)
     for rank in range(k.pp):
-        lr = pp_layer_range(shapes.num_layers, rank, k.pp)
+        lr = (0, shapes.num_layers) if whole else pp_layer_range(shapes.num_layers, rank, k.pp)
         cell = cell_size(
             shapes,
             kv,

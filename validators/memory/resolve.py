@@ -30,6 +30,7 @@ from sglaunch.validators.memory.knobs import (
 from sglaunch.validators.memory.shapes import MLA, ModelShapes
 from sglaunch.validators.memory.shapes import as_int as _int
 from sglaunch.validators.resolving import attn_dp_size, dp_size, pp_size, tp_size
+from sglaunch.validators.versions import DECODE_BS_CAPPED, memory_since
 
 MIB = 1 << 20
 # moe_a2a backends breakable prefill graphs accept (cuda_graph_hook.py:219-225)
@@ -103,6 +104,7 @@ class Knobs:
     speculative: bool
     sources: dict[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    release: str | None = None  # the sglang release whose defaults these are
 
     @property
     def attn_tp(self) -> int:
@@ -175,7 +177,12 @@ def _backends(inp: CheckInput, shapes: ModelShapes | None) -> tuple[str, ...]:
     if chosen:
         return tuple(dict.fromkeys(chosen))
     model = inp.model
-    if model is not None and model.architecture in _MINICPMV_ARCHS and _is_sm100(inp.gpu):
+    if (
+        model is not None
+        and model.architecture in _MINICPMV_ARCHS
+        and model.sglang_native is not False  # registered with the class (4.7: from 0.5.23)
+        and _is_sm100(inp.gpu)
+    ):
         return ("triton",)  # arg_groups/model_overrides/minicpmv.py:12-17
     if model is not None and model.has_minicpm_sparse_attention:
         # arg_groups/model_overrides/minicpm.py:55-60
@@ -223,7 +230,7 @@ def _graphs(
     elif max_bs is None:
         max_bs = tier_bs
         mrr = _int(v("max_running_requests"))
-        if mrr is not None and max_bs > mrr:
+        if mrr is not None and max_bs > mrr and memory_since(inp.sglang_version, DECODE_BS_CAPPED):
             max_bs = mrr
     prefill_backend = v("cuda_graph_backend_prefill")
     mla = shapes is not None and shapes.family == MLA
@@ -262,6 +269,7 @@ def _graphs(
                 mla=mla,
                 max_total_tokens=_int(v("max_total_tokens")),
                 model_path=str(v("model_path") or ""),
+                release=inp.sglang_version,
             )
         count = len(prefill_graph_batch_sizes(pmax))
     return GraphSettings(
@@ -302,7 +310,7 @@ def resolve_knobs(inp: CheckInput, resolved: Mapping[str, Any] | None = None) ->
         adp > 1 or inp.value("ep_join_mode") == "scale"
     )  # attn_dp_enabled_of, runtime_context.py:191
     gpu_mem = gpu_memory_mib(inp.gpu)
-    tier = gpu_tier(gpu_mem, tp)
+    tier = gpu_tier(gpu_mem, tp, inp.sglang_version)
     sources: dict[str, str] = {"tier": tier.label}
     cps_flag = _int(v("chunked_prefill_size"))
     cps = cps_flag if cps_flag is not None else tier.chunked_prefill_size
@@ -337,6 +345,7 @@ def resolve_knobs(inp: CheckInput, resolved: Mapping[str, Any] | None = None) ->
             max_running_requests=_int(v("max_running_requests")),
             speculative_num_draft_tokens=_int(v("speculative_num_draft_tokens")),
             deepep=v("moe_a2a_backend") == "deepep",
+            release=inp.sglang_version,
         )
     )
     mfs = reserve.mem_fraction_static
@@ -409,6 +418,7 @@ def resolve_knobs(inp: CheckInput, resolved: Mapping[str, Any] | None = None) ->
         mm_reservation_gib=mm_gib,
         speculative=v("speculative_algorithm") is not None,
         sources=sources,
+        release=inp.sglang_version,
     )
     if resolved:
         knobs = _apply_resolved(knobs, resolved, inp)

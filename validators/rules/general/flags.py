@@ -101,7 +101,7 @@ def deprecated_flag(inp: CheckInput) -> Iterator[Finding]:
             flags=("disable_cuda_graph",),
             fixes=(
                 Fix(
-                    label="Use the 0.5.23 spelling",
+                    label="Use the replacement spelling",
                     set={
                         "cuda_graph_backend_decode": "disabled",
                         "cuda_graph_backend_prefill": "disabled",

@@ -14,6 +14,7 @@ from sglaunch.validators.cards import card
 from sglaunch.validators.engine import rule
 from sglaunch.validators.facts import CheckInput
 from sglaunch.validators.findings import Finding, Fix, Severity
+from sglaunch.validators.versions import semantics
 
 CONFIG_LOAD = "srt/utils/hf_transformers/config.py:228"
 CONTEXT = "srt/configs/model_config.py:1314"
@@ -88,7 +89,8 @@ def unknown_architecture(inp: CheckInput) -> Iterator[Finding]:
         yield Finding(
             code="architecture-without-rules",
             severity=Severity.INFO,
-            message=f"sglang 0.5.23 has no native model class {m.architecture}; it would fall back to "
+            message=f"sglang {semantics(inp.sglang_version)} has no native model class "
+            f"{m.architecture}; it would fall back to "
             "its Transformers backend, which needs the class in transformers or an AutoModel in auto_map",
             ref="srt/models/registry.py:64",
             detail="sglaunch has no family rules for it either: only the general rules (and sglang's own "
