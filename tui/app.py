@@ -154,6 +154,7 @@ class SglaunchApp(App[int]):
         self._validated_with: str | None = None  # the opened profile's release, to compare
         self._retried_at = -RETRY_EVERY_S
         self._hung_up = False  # the terminal went away: ending, once
+        self._model_release: str | None = None  # the release the model's facts were read for
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -186,9 +187,12 @@ class SglaunchApp(App[int]):
         if self._hung_up:
             return
         self._hung_up = True
-        # kept here, on the thread that owns the session, before anything is stopped
-        self.profile_flow.keep_unsaved()
-        self._end_after_hangup()
+        # kept here, on the thread that owns the session, before anything is stopped; the
+        # server is stopped whatever the save does
+        try:
+            self.profile_flow.keep_unsaved()
+        finally:
+            self._end_after_hangup()
 
     @work(thread=True, exclusive=True, group="quit")
     def _end_after_hangup(self) -> None:
@@ -253,12 +257,25 @@ class SglaunchApp(App[int]):
         self.session.request_model(source)
         self._load_model(source)
 
-    @work(thread=True, exclusive=True, group="model")
     def _load_model(self, source: str) -> None:
+        # the facts are the release's (its model types, native classes, config classes):
+        # a later change of release reads the model again (_reload_for_release)
+        self._model_release = self.active.version
+        self._read_model(source, self.active.version)
+
+    def _reload_for_release(self) -> None:
+        from sglaunch.validators.versions import semantics
+
+        source = self.session.model_source
+        if source and semantics(self._model_release) != semantics(self.active.version):
+            self.load_model(source)
+
+    @work(thread=True, exclusive=True, group="model")
+    def _read_model(self, source: str, version: str | None) -> None:
         started = time.perf_counter()
         try:
             # the release decides which model types need remote code, as for check
-            facts = self.c.model_loader(source, sglang_version=self.active.version)
+            facts = self.c.model_loader(source, sglang_version=version)
         except UserError as exc:
             self.post_message(m.ModelFailed(source, exc.message))
             return
@@ -351,6 +368,7 @@ class SglaunchApp(App[int]):
             self._use_schema(facts.schema)
             self.session.set_sglang_version(facts.active.version)
             self.main.set_flags_title(facts.summary())
+            self._reload_for_release()
         for line in facts.lines():
             self.notify(line, title="sglang version", severity="warning", timeout=10)
         self.refresh_views()
@@ -369,6 +387,7 @@ class SglaunchApp(App[int]):
         self._use_schema(bundled_schema(version))
         self.session.set_sglang_version(version)
         self.main.set_flags_title(f"{self.active.label()} · {len(self.schema)} flags")
+        self._reload_for_release()
 
     @on(m.OracleStarted)
     def _oracle_started(self, message: m.OracleStarted) -> None:

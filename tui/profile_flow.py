@@ -92,8 +92,8 @@ class ProfileFlow:
             return keep_unsaved(
                 self.store(), lambda name: session.to_profile(name, sglang_version=version)
             )
-        except (UserError, OSError):
-            return None  # nobody is left to tell; the server is stopped all the same
+        except Exception:  # nobody is left to tell; the server is stopped all the same
+            return None
 
     def report_recovered(self) -> None:
         """Say once which launches an earlier hang-up kept."""

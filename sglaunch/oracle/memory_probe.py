@@ -24,7 +24,7 @@ from typing import Any
 
 # what a stub that does not fit the release's code raises (a name, a field, a signature
 # it lacks); sglang's own verdicts are ValueError / RuntimeError with its message
-PROBE_FAULTS = (AttributeError, ImportError, NameError, TypeError, KeyError, AssertionError)
+PROBE_FAULTS = (AttributeError, ImportError, NameError, TypeError)
 
 
 def _layer_info(model_config: Any, rank: int, pp: int) -> Any:

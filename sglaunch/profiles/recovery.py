@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from sglaunch.errors import UserError
 from sglaunch.profiles.atomic import atomic_write
 from sglaunch.profiles.profile import validate_name
+from sglaunch.profiles.store import ConflictError
 from sglaunch.safeio import InputError, path_stat, read_bytes
 
 if TYPE_CHECKING:
@@ -36,15 +37,6 @@ def _marker(store: ProfileStore) -> Path:
     return store.root / MARKER
 
 
-def _free_name(store: ProfileStore, now: datetime) -> str:
-    base = f"{PREFIX}{now:%Y%m%d-%H%M%S}"
-    for n in range(1, _MAX_SAME_SECOND + 1):
-        name = base if n == 1 else f"{base}-{n}"
-        if not store.exists(name):
-            return name
-    raise UserError(f"too many profiles named {base}-*: delete some (sglaunch profiles list)")
-
-
 def keep_unsaved(
     store: ProfileStore,
     as_profile: Callable[[str], Profile],
@@ -53,11 +45,20 @@ def keep_unsaved(
 ) -> str:
     """Save `as_profile(name)` (the launch being edited) as a new `unsaved-…` profile and
     note it for the next start; its name. Raises UserError when the store refuses."""
-    name = _free_name(store, now or datetime.now())
-    store.save(as_profile(name))
-    kept = [*_read_marker(store), name]
-    atomic_write(_marker(store), "".join(f"{n}\n" for n in kept).encode())
-    return name
+    base = f"{PREFIX}{(now or datetime.now()):%Y%m%d-%H%M%S}"
+    for n in range(1, _MAX_SAME_SECOND + 1):
+        name = base if n == 1 else f"{base}-{n}"
+        if store.exists(name):
+            continue
+        try:
+            store.save(as_profile(name))
+        except ConflictError:
+            continue  # another sglaunch, hung up in the same second, took the name
+        with store.locked():  # two at once must not drop each other's name
+            kept = [*_read_marker(store), name]
+            atomic_write(_marker(store), "".join(f"{k}\n" for k in kept).encode())
+        return name
+    raise UserError(f"too many profiles named {base}-*: delete some (sglaunch profiles list)")
 
 
 def _read_marker(store: ProfileStore) -> list[str]:
@@ -79,8 +80,10 @@ def _read_marker(store: ProfileStore) -> list[str]:
 
 def take_recovered(store: ProfileStore) -> list[str]:
     """The profiles kept at earlier hang-ups that still exist; each is reported once."""
-    names = _read_marker(store)
-    path = _marker(store)
-    with contextlib.suppress(OSError):  # none, or a folder it cannot write: nothing to forget
-        path.unlink()
+    if not _read_marker(store):
+        return []  # the common case: nothing kept, and no folder or lock to make
+    with store.locked():
+        names = _read_marker(store)
+        with contextlib.suppress(OSError):  # none, or a folder it cannot write: nothing to forget
+            _marker(store).unlink()
     return [n for n in names if store.exists(n)]

@@ -97,6 +97,10 @@ class ProfileStore:
         finally:
             os.close(fd)
 
+    def locked(self) -> contextlib.AbstractContextManager[None]:
+        """The folder's lock, for a file beside the profiles (not while saving: not nested)."""
+        return self._locked(LOCK_NAME)
+
     def _read(self, path: Path) -> bytes | None:
         """The profile's bytes, None when there is none; a FIFO, a device or a file too
         large for a profile is refused by name (reading it would block or fill memory)."""

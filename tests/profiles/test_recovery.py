@@ -71,3 +71,16 @@ def test_a_kept_profile_deleted_since_is_not_reported_and_junk_in_the_marker_is_
         marker.write("../../etc/passwd\n\x1b[2Jclear\n\n")
     assert take_recovered(store) == []
     assert store.names() == []  # the marker is not a profile
+
+
+def test_a_name_taken_by_another_sglaunch_meanwhile_is_skipped_not_lost() -> None:
+    store = ProfileStore()
+    session = edited()
+
+    def racing(name: str):  # type: ignore[no-untyped-def]
+        if name == "unsaved-20261201-230405":  # the other process saves first
+            ProfileStore().save(session.to_profile(name))
+        return session.to_profile(name)
+
+    assert keep_unsaved(store, racing, now=AT) == "unsaved-20261201-230405-2"
+    assert take_recovered(store) == ["unsaved-20261201-230405-2"]

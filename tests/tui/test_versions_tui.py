@@ -56,3 +56,23 @@ async def test_the_default_release_says_it_is_the_default_and_names_the_differen
     async with plain.run_test(size=(160, 50)) as pilot:
         await settle_app(plain, pilot)
         assert plain.sub_title.endswith("for sglang 0.5.23 (default)")
+
+
+async def test_the_model_is_read_again_for_the_installed_release() -> None:
+    # the model is read at start for the default release; the installed one comes later.
+    # MiniCPM-V 4.7 has no class of its own before 0.5.23: its facts (native class, vision
+    # config, and so the memory plan) must be 0.5.21's once that is the installed release
+    from sglaunch.flags.schema import bundled_schema
+    from sglaunch.versions import FlagFacts, choose
+    from tests.conftest import model_dir
+
+    facts = FlagFacts(bundled_schema("0.5.21"), choose("0.5.21"), "flags read from sglang 0.5.21")
+    app = make_app(
+        gpu_spec="B200x8", model=str(model_dir("minicpmv-4.7")), flag_facts=lambda named: facts
+    )
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle_app(app, pilot)
+        assert app.active.version == "0.5.21"
+        model = app.session.model
+        assert model is not None and model.sglang_native is False
+        assert model.shapes is not None and model.shapes.vision_layers == 12  # transformers'

@@ -1,7 +1,9 @@
-"""sglang 0.5.23's GPU memory plan, as pure arithmetic (standard library only).
+"""sglang's GPU memory plan, as pure arithmetic (standard library only).
 
 Each module mirrors one part of sglang's start-up memory planning, with the
-file:line it follows (paths relative to sglang/srt/ in the 0.5.23 wheel):
+file:line it follows (paths relative to sglang/srt/ in the 0.5.23 wheel). Where a
+release from 0.5.19 to 0.5.22 differs, the difference is keyed by release
+(validators/versions.py names each one; tests/memory/test_golden_releases.py):
 
 - `shapes`   what the plan reads from a model: attention/state shapes, weight groups
 - `knobs`    the GPU-memory tier, CUDA-graph batch sizes, the default --mem-fraction-static

@@ -1,4 +1,5 @@
-"""The memory plan of one launch, per GPU: sglang 0.5.23's start-up arithmetic, end to end.
+"""The memory plan of one launch, per GPU: sglang's start-up arithmetic, end to end (0.5.23's
+lines; where an older release differs, its own values, keyed by `Knobs.release`).
 
 `plan_memory(inp)` reads a `CheckInput` (flags, model facts with shapes and
 weight groups, GPU facts, memory facts) and, optionally, sglang's own resolved
