@@ -190,8 +190,14 @@ class TreeSampler:
         self._thread.start()
 
     def _run(self) -> None:
+        # ends with the tree's root too: a test that never calls stop() must not leave a
+        # thread polling /proc at 100 Hz for the rest of the session (five such threads
+        # slowed every later test of a full run)
         while not self._stop.is_set():
-            self.pids |= tree_of(self.pid)
+            now = tree_of(self.pid)
+            if not now:
+                return
+            self.pids |= now
             time.sleep(0.01)
 
     def stop(self) -> set[int]:
