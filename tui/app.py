@@ -283,7 +283,7 @@ class SglaunchApp(App[int]):
             message = f"cannot load {source}: {type(exc).__name__}: {exc}"
             self.post_message(m.ModelFailed(source, message))
             return
-        self.post_message(m.ModelLoaded(source, facts, started))
+        self.post_message(m.ModelLoaded(source, facts, started, version))
 
     @work(thread=True, exclusive=True, group="schema")
     def load_flag_facts(self, named: str | None) -> None:
@@ -322,6 +322,10 @@ class SglaunchApp(App[int]):
 
     @on(m.ModelLoaded)
     def _model_loaded(self, message: m.ModelLoaded) -> None:
+        from sglaunch.validators.versions import semantics
+
+        if semantics(message.release) != semantics(self._model_release):
+            return  # read for a release no longer checked for: its reread is on the way
         if self.session.model_loaded(message.source, message.facts):
             self._say_version_changes()
             self.refresh_views()

@@ -27,11 +27,14 @@ class GpusProbed(Message):
 
 
 class ModelLoaded(Message):
-    def __init__(self, source: str, facts: ModelFacts, started: float) -> None:
+    def __init__(
+        self, source: str, facts: ModelFacts, started: float, release: str | None = None
+    ) -> None:
         super().__init__()
         self.source = source
         self.facts = facts
         self.started = started
+        self.release = release  # the sglang release the facts were read for
 
 
 class ModelFailed(Message):
