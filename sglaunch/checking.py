@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from sglaunch.flags.argv import ParsedFlags, parse_argv, to_argv
 from sglaunch.flags.schema import FlagSchema
 from sglaunch.validators.engine import Report, validate
-from sglaunch.validators.facts import CheckInput, FlagIssue, GpuFacts, ModelFacts
+from sglaunch.validators.facts import CheckInput, FlagIssue, GpuFacts, GpuMode, ModelFacts
 from sglaunch.validators.findings import Finding
 
 if TYPE_CHECKING:
@@ -137,8 +137,13 @@ def result_json(
             "preset": gpu.preset or None,
             "status": gpu.status,
             "count": gpu.count,
-            "driver_version": gpu.driver_version,
-            "cuda_version": gpu.cuda_version,
+            # a planning preset's versions are assumptions, not this machine's: null here
+            "driver_version": None if gpu.versions_assumed else gpu.driver_version,
+            "cuda_version": None if gpu.versions_assumed else gpu.cuda_version,
+            "planning": gpu.mode is GpuMode.PLANNING,
+            "assumed": {"driver_version": gpu.driver_version, "cuda_version": gpu.cuda_version}
+            if gpu.versions_assumed
+            else None,
             "devices": [
                 {
                     "index": d.index,
@@ -156,7 +161,7 @@ def result_json(
         "resolved": resolved,
         "changed": changed,
         "sglang_error": oracle_error,
-        "memory": memory_json(session.check_input(), resolved),
+        "memory": memory_json(session.check_input(), resolved, verdict.findings),
         "argv": list(argv),
         "flags": dict(session.flags),
         "normalized_argv": to_argv(dict(session.flags), schema),

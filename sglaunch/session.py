@@ -23,7 +23,12 @@ from typing import TYPE_CHECKING, Any
 from sglaunch.checking import build_input
 from sglaunch.errors import UserError
 from sglaunch.facts.gpu import planning_fallback, select_visible
-from sglaunch.facts.model import model_path_for_sglang, source_for_path
+from sglaunch.facts.model import (
+    model_path_for_launch,
+    model_path_for_sglang,
+    not_cached_note,
+    source_for_path,
+)
 from sglaunch.facts.presets import DEFAULT_PLANNING, parse_gpu_spec
 from sglaunch.flags.argv import (
     FlagTypeError,
@@ -35,7 +40,14 @@ from sglaunch.flags.argv import (
 )
 from sglaunch.flags.launchline import LaunchLine
 from sglaunch.flags.schema import FlagSchema, FlagSpec
-from sglaunch.program import Entry, as_entry, program_argv, program_length
+from sglaunch.program import (
+    Entry,
+    LaunchPython,
+    as_entry,
+    launch_python_facts,
+    program_argv,
+    program_length,
+)
 from sglaunch.secrets import (
     MASK,
     default_secret_env,
@@ -133,6 +145,9 @@ class LaunchSession:
         self.model: ModelFacts | None = None
         self.model_pending: str | None = None  # asked for, not loaded yet
         self.model_error: str | None = None
+        # the model is the user's but its config is not here (a repo sglang will download):
+        # what the checks say of that, instead of any other model's facts
+        self.model_note: str | None = None
         self.issues: list[FlagIssue] = []
         # the sglang release the verdict is for (sglaunch/versions.py); None: the schema's
         self.sglang_version: str | None = None
@@ -305,6 +320,7 @@ class LaunchSession:
         was_saved = self._saved is not None and not self.dirty
         self.model_pending = None
         self.model_error = None
+        self.model_note = None
         self.model_source = source
         self.model = facts
         if was_saved:
@@ -318,6 +334,24 @@ class LaunchSession:
             return False
         self.model_pending = None
         self.model_error = message
+        return True
+
+    def model_not_cached(self, source: str) -> bool:
+        """A requested repo id that is not in the local cache: a valid launch (sglang will
+        download it), so it becomes the launch's model and the checks run without its config.
+        Never the previous model's facts: that would check, save and launch another model.
+        False (ignored) when a later request replaced it."""
+        if source != self.model_pending:
+            return False
+        was_saved = self._saved is not None and not self.dirty
+        self.model_pending = None
+        self.model_error = None
+        self.model_source = source
+        self.model = None
+        self.model_note = not_cached_note(source)
+        if was_saved:
+            self._saved = self.snapshot()
+        self._changed()
         return True
 
     def load_argv(self, argv: Sequence[str], env: Mapping[str, str] | None = None) -> str | None:
@@ -371,6 +405,7 @@ class LaunchSession:
         self.profile = profile
         self.model = None
         self.model_error = None
+        self.model_note = None
         self.model_source = profile.model
         self.model_pending = profile.model
         self._saved = self.snapshot()
@@ -493,9 +528,16 @@ class LaunchSession:
         return spec
 
     def model_path(self) -> str | None:
+        """--model-path for sglang's check: a bundled example's folder, whose config it reads."""
         if self.model_source is None:
             return None
         return model_path_for_sglang(self.model_source)
+
+    def launch_model_path(self) -> str | None:
+        """--model-path for the launch, its preview and exports: an example's hub repo id."""
+        if self.model_source is None:
+            return None
+        return model_path_for_launch(self.model_source)
 
     def argv(self, fix: Fix | None = None) -> list[str]:
         """sglang's argv for this launch (with `fix` applied): --model-path, the flags, then
@@ -505,24 +547,36 @@ class LaunchSession:
         changes a verdict), never a secret on screen. `launch_spec` reads the values.
         """
         flags = fix.apply(self._flags) if fix is not None else self._flags
-        out = self._base_argv(flags)
+        out = self._base_argv(flags, path=self.model_path())
         for dest in self._secrets:
             if dest not in flags:
                 out += [self.schema.cli_name(dest), MASK]
         return out
 
-    def _base_argv(self, flags: Mapping[str, Any] | None = None) -> list[str]:
+    def _base_argv(
+        self, flags: Mapping[str, Any] | None = None, *, path: str | None = None
+    ) -> list[str]:
+        """--model-path (`path`, else the launch's), then the flags."""
         flags = self._flags if flags is None else flags
         out: list[str] = []
-        path = self.model_path()
+        path = path or self.launch_model_path()
         if path:
             out += ["--model-path", path]
         return out + to_argv({k: v for k, v in flags.items() if k != "model_path"}, self.schema)
 
     @property
     def launch_python(self) -> str | None:
-        """The interpreter that will run sglang: the launch's own, else the one sglaunch found."""
+        """The interpreter that will run sglang: the launch's own, else the one sglaunch found
+        (whose sglang the oracle checks with)."""
         return self.python or self.default_python
+
+    def launch_interpreter(self, checked_version: str | None = None) -> LaunchPython:
+        """Which Python will run the server (program.py's rule: the launch's own, else the
+        one whose sglang was checked) and what is known of it; `checked_version` is the
+        checked interpreter's sglang, when one was found."""
+        return launch_python_facts(
+            self.python, self.default_python, checked_version=checked_version
+        )
 
     def command(self, fix: Fix | None = None) -> list[str]:
         return [*program_argv(self.entry, self.launch_python), *self.argv(fix)]

@@ -183,7 +183,8 @@ class TwoTier:
         if self._s.phase is not Phase.READY:
             return self._s.reason or str(self._s.phase)
         if session.model is None:
-            return "sglang's check waits for a model"
+            # a repo not in the local cache: sglang would download its config to check it
+            return session.model_note or "sglang's check waits for a model"
         if session.issues:
             return "sglang's parser would stop at the flag errors first"
         return None

@@ -22,7 +22,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 
 from sglaunch.errors import UserError
-from sglaunch.facts.model import hf_cached_repos
+from sglaunch.facts.model import ModelNotCached, hf_cached_repos
 from sglaunch.flags.launchline import LaunchLine
 from sglaunch.flags.schema import FlagSchema
 from sglaunch.revalidate import profile_named_version, version_changes
@@ -53,6 +53,7 @@ from sglaunch.versions import VersionSource, choose, parse_named
 
 if TYPE_CHECKING:
     from sglaunch.profiles import Profile, ProfileStore
+    from sglaunch.program import LaunchPython
     from sglaunch.runtime.attach_target import AttachTarget
     from sglaunch.validators.memory.plan import MemoryPlan
 
@@ -151,6 +152,7 @@ class SglaunchApp(App[int]):
         self.last_refresh_ms: float = 0.0
         self.last_edit_done_at: float = 0.0
         self.first_frame_at: float | None = None
+        self.first_frame_cpu: float | None = None  # the process's CPU seconds by then
         self._validated_with: str | None = None  # the opened profile's release, to compare
         self._retried_at = -RETRY_EVERY_S
         self._hung_up = False  # the terminal went away: ending, once
@@ -208,6 +210,7 @@ class SglaunchApp(App[int]):
 
     def _start(self) -> None:
         self.first_frame_at = time.time()
+        self.first_frame_cpu = time.process_time()
         self.main.render_gpus(self.session, probing=self.probing)
         if self.probing:
             self.probe_gpus()
@@ -276,6 +279,9 @@ class SglaunchApp(App[int]):
         try:
             # the release decides which model types need remote code, as for check
             facts = self.c.model_loader(source, sglang_version=version)
+        except ModelNotCached as exc:
+            self.post_message(m.ModelFailed(source, exc.message, not_cached=True))
+            return
         except UserError as exc:
             self.post_message(m.ModelFailed(source, exc.message))
             return
@@ -315,9 +321,9 @@ class SglaunchApp(App[int]):
         gpu = message.gpu
         self.session.set_memory_facts(message.memory)
         self.session.set_probed(gpu)  # a chosen preset stays chosen; the probe is in ctrl+g
+        # no toast when there is no GPU: the GPU panel says why, and a toast at start
+        # would cover the panels for its first seconds
         self.main.render_gpus(self.session)
-        if gpu.mode is GpuMode.PLANNING and gpu.status and not self.session.gpu_choice.preset:
-            self.notify(gpu.status, title="No GPU", timeout=6)
         self.refresh_views()
 
     @on(m.ModelLoaded)
@@ -351,6 +357,12 @@ class SglaunchApp(App[int]):
 
     @on(m.ModelFailed)
     def _model_failed(self, message: m.ModelFailed) -> None:
+        if message.not_cached:
+            # the user's model all the same: kept, and checked without its config
+            if self.session.model_not_cached(message.source):
+                self.notify(self.session.model_note or "", title="Model", timeout=8)
+                self.refresh_views()
+            return
         if not self.session.model_failed(message.source, message.message):
             return
         kept = self.session.model.source if self.session.model is not None else None
@@ -473,10 +485,13 @@ class SglaunchApp(App[int]):
     def _quick_fix(self, message: FindingsPanel.QuickFix) -> None:
         self.apply_fix(message.finding.fixes[0])
 
-    def apply_fix(self, fix: Fix) -> None:
+    def apply_fix(self, fix: Fix, *, toast: str | None = None) -> None:
         self.session.apply_fix(fix)
         self._say_security(*fix.set, *fix.unset)
-        self.notify(fix.label, title="Fix applied", timeout=4)
+        if toast is None:
+            self.notify(fix.label, title="Fix applied", timeout=4)
+        else:
+            self.notify(toast, title=fix.label, timeout=4)
         self.refresh_views()
 
     def jump_to_flag(self, dest: str) -> None:
@@ -530,7 +545,15 @@ class SglaunchApp(App[int]):
 
     def update_title(self) -> None:
         self.title = title_text(self.session)
-        self.sub_title = f"{subtitle_text(self.session, self.verdict)} · for {self.active.label()}"
+        launch = self.launch_interpreter()
+        self.sub_title = (
+            f"{subtitle_text(self.session, self.verdict, launch)} · for {self.active.label()}"
+        )
+
+    def launch_interpreter(self) -> LaunchPython:
+        """Which Python runs the server; its sglang is the installed one the checks used."""
+        installed = self.active.version if self.active.source is VersionSource.INSTALLED else None
+        return self.session.launch_interpreter(installed)
 
     def preview(self) -> tuple[str, str]:
         if self.preview_mode == "yaml":
@@ -666,13 +689,19 @@ class SglaunchApp(App[int]):
             self.notify("open a model first (ctrl+o)", severity="warning")
             return
         from sglaunch.memory.api import layouts
-        from sglaunch.tui.screens.layouts import LayoutsScreen
+        from sglaunch.tui.screens.layouts import LayoutsScreen, layout_applied
 
         plan = self.memory_plan()
         k = plan.knobs if plan is not None else None
         current = (k.tp, k.dp, k.pp, k.attn_dp) if k is not None else (1, 1, 1, 1)
         screen = LayoutsScreen(layouts(self.session.check_input()), self.session.gpu.count, current)
-        self.push_screen(screen, lambda fix: self.apply_fix(fix) if fix is not None else None)
+        cli = self.session.schema.cli_name
+        self.push_screen(
+            screen,
+            lambda fix: (
+                self.apply_fix(fix, toast=layout_applied(fix, cli)) if fix is not None else None
+            ),
+        )
 
     def action_resolved(self) -> None:
         view = resolved_view(self.session, self.verdict, self.tiers)
@@ -692,11 +721,16 @@ class SglaunchApp(App[int]):
                 f"! planning mode: checked for {self.session.gpu.describe()}, not for this "
                 "machine's GPUs; sglang will use whatever GPUs it finds here",
             )
+        interpreter = self.launch_interpreter()
+        lines[:0] = [f"! {w}" for w in interpreter.warnings]
         if not lines:
             self.start_launch()
             return
         title = "Launch with warnings?" if warnings else "Launch in planning mode?"
-        screen = ConfirmScreen(title, "\n".join(lines), yes="Launch (y)")
+        if interpreter.warnings:
+            title = "Launch with this Python?"
+        body = "\n".join([interpreter.line, *lines])
+        screen = ConfirmScreen(title, body, yes="Launch (y)")
         self.push_screen(screen, lambda yes: self.start_launch() if yes else None)
 
     def launch_spec(self) -> Any:

@@ -31,6 +31,7 @@ def run_tui(
         from sglaunch.profiles import ProfileStore
 
         ProfileStore(None).load(profile)  # a missing or broken profile is a one-line error now
+    need_terminal()
     app = build_app(
         model=model,
         profile=profile,
@@ -44,6 +45,25 @@ def run_tui(
     if app.return_code:  # an unhandled exception stopped the app; Textual printed it
         return int(app.return_code)
     return int(result if isinstance(result, int) else ExitCode.OK)
+
+
+def need_terminal() -> None:
+    """`sglaunch > out.txt` or `sglaunch | cat`: a TUI there writes escape codes into the
+    file and spins on input nobody can give; refuse before Textual is even imported."""
+    import sys
+
+    from sglaunch.errors import UserError
+
+    for name, stream in (("stdout", sys.stdout), ("stdin", sys.stdin)):
+        try:
+            tty = stream is not None and stream.isatty()
+        except (AttributeError, ValueError):  # closed, or replaced by something without a fd
+            tty = False
+        if not tty:
+            raise UserError(
+                f"the TUI needs a terminal ({name} is not a tty); "
+                "use `sglaunch check …` for headless output"
+            )
 
 
 def build_app(
@@ -83,8 +103,9 @@ def build_app(
 
     collab.server_factory = _monitor
     found = find_sglang_python(sglang_python)
-    # the managed CPU environment can check flags but not serve: never launch with it
-    collab.launch_python = found.path if found.source != "managed" else None
+    # the interpreter whose sglang is checked launches too (sglaunch/program.py's rule); a
+    # CPU-only one from `oracle setup` is named as such in the title and the launch dialog
+    collab.launch_python = found.path
     app = SglaunchApp(
         schema=bundled_schema(),
         collaborators=collab,

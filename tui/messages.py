@@ -38,10 +38,11 @@ class ModelLoaded(Message):
 
 
 class ModelFailed(Message):
-    def __init__(self, source: str, message: str) -> None:
+    def __init__(self, source: str, message: str, *, not_cached: bool = False) -> None:
         super().__init__()
         self.source = source
         self.message = message
+        self.not_cached = not_cached  # a repo id sglang will download: still the user's model
 
 
 class OracleStarted(Message):

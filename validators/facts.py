@@ -101,6 +101,9 @@ class GpuFacts:
     cuda_version: str = ""
     status: str = ""
     preset: str = ""
+    # planning: driver_version and cuda_version are a preset's assumptions (the rules and the
+    # oracle's emulation need some), never to be reported as this machine's
+    versions_assumed: bool = False
 
     @property
     def count(self) -> int:

@@ -30,8 +30,7 @@ from sglaunch.verdict import TwoTier, Verdict
 
 if TYPE_CHECKING:
     from sglaunch.profiles.profile import Profile
-
-MAX_FIX_ROUNDS = 5
+    from sglaunch.program import LaunchPython
 
 
 class _Out:
@@ -73,6 +72,8 @@ def run(args: argparse.Namespace, *, err: TextIO | None = None) -> int:
     )
     for line in facts.lines():
         out.say(f"! {line}", "33")
+    if session.model_note:
+        out.say(f"! {session.model_note}", "33")
     _warn_drift(profile, gpu, out)
     _say_version_changes(profile, session, out)
 
@@ -115,28 +116,44 @@ def run(args: argparse.Namespace, *, err: TextIO | None = None) -> int:
             "sglang will use whatever GPUs this machine has",
             "33",
         )
-    return _launch(session, verdict, args, out.err)
+    interpreter = _launch_python(python)
+    out.say(interpreter.line, "2")
+    for warning in interpreter.warnings:
+        out.say(f"! {warning}", "33")
+    return _launch(session, verdict, args, out.err, python=interpreter.path)
+
+
+def _launch_python(python: str | None) -> LaunchPython:
+    """Which Python runs the server: `python` (the profile's or --sglang-python), else the one
+    the oracle checks with (service_client.connect finds it the same way), with its sglang."""
+    from sglaunch.oracle.interpreter import find_sglang_python, probe_sglang_version
+    from sglaunch.program import launch_python_facts
+
+    checked = find_sglang_python(python).path
+    return launch_python_facts(python, checked, probe=lambda p: probe_sglang_version(p)[0])
 
 
 def _session(
     profile: Profile, schema: FlagSchema, python: str | None, version: str | None = None
 ) -> LaunchSession:
-    from sglaunch.facts.model import load_model_facts
+    from sglaunch.facts.model import ModelNotCached, load_model_facts
     from sglaunch.oracle.interpreter import find_sglang_python
 
     if not profile.model:
         raise UserError(f"profile '{profile.name}' has no model: set one and save it again")
-    launch_python = python
-    if launch_python is None:
-        found = find_sglang_python(None)
-        # the managed CPU environment checks flags; it cannot serve
-        launch_python = found.path if found.source != "managed" else None
+    # the interpreter whose sglang gives the verdict launches too (program.py's rule); a
+    # CPU-only one from `oracle setup` is named as such before launching (_launch_python)
+    launch_python = python or find_sglang_python(None).path
     session = LaunchSession.from_profile(
         profile, schema, default_python=launch_python, inherited=inherited_env(os.environ)
     )
     session.sglang_version = version
     try:
         facts = load_model_facts(profile.model, sglang_version=version)
+    except ModelNotCached:
+        # a repo sglang will download is a valid launch: checked without its config
+        session.model_not_cached(profile.model)
+        return session
     except UserError as exc:
         raise UserError(f"profile '{profile.name}': {exc.message}", exc.code) from None
     session.model_loaded(profile.model, facts)
@@ -222,28 +239,15 @@ def _fix(
     session: LaunchSession, verdict: Verdict, tiers: TwoTier, schema: FlagSchema, out: _Out
 ) -> Verdict:
     """Apply each error's first fix, re-checking after each round, until none is left."""
-    for _ in range(MAX_FIX_ROUNDS):
-        errors = [f for f in verdict.findings if f.is_error and f.fixes]
-        if not errors:
-            break
-        for finding in errors:
-            fix = finding.fixes[0]
-            before = dict(session.flags)
-            session.apply_fix(fix)
-            changes = _describe(before, dict(session.flags), schema)
-            out.say(f"fixed {finding.code}: {fix.label} ({changes})", "32")
-        verdict = tiers.check(session)
+    from sglaunch.fixing import fix_rounds
+
+    verdict, _ = fix_rounds(
+        session,
+        verdict,
+        tiers.check,
+        on_fix=lambda done: out.say(f"fixed {done.code}: {done.label} ({done.changes})", "32"),
+    )
     return verdict
-
-
-def _describe(before: dict[str, Any], after: dict[str, Any], schema: FlagSchema) -> str:
-    parts = []
-    for dest in sorted(set(before) | set(after)):
-        if dest not in after:
-            parts.append(f"removed {schema.cli_name(dest)}")
-        elif before.get(dest) != after[dest]:
-            parts.append(f"{schema.cli_name(dest)} {after[dest]}")
-    return ", ".join(parts) or "no change"
 
 
 def _checked_json(name: str, verdict: Verdict, schema: FlagSchema) -> dict[str, Any]:
@@ -257,11 +261,20 @@ def _checked_json(name: str, verdict: Verdict, schema: FlagSchema) -> dict[str, 
     }
 
 
-def _launch(session: LaunchSession, verdict: Verdict, args: argparse.Namespace, err: TextIO) -> int:
+def _launch(
+    session: LaunchSession,
+    verdict: Verdict,
+    args: argparse.Namespace,
+    err: TextIO,
+    *,
+    python: str | None = None,
+) -> int:
     from sglaunch.runtime import run_headless
 
     answer = verdict.answer
-    spec = session.launch_spec(os.environ, resolved=answer.resolved if answer else None)
+    spec = session.launch_spec(
+        os.environ, resolved=answer.resolved if answer else None, python=python
+    )
     code = run_headless(
         spec,
         json_lines=args.json,

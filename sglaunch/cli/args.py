@@ -21,8 +21,62 @@ class Parser(argparse.ArgumentParser):
         # argparse quotes what it did not recognize: a secret typed in the wrong place,
         # or a newline or terminal escape; the message shows the flag, never the value
         message = escape_controls(mask_text(message))
-        print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
+        hint = self._did_you_mean(message)
+        print(f"{self.prog}: error: {message}{hint} (see {self.prog} --help)", file=sys.stderr)
         raise SystemExit(ExitCode.USAGE)
+
+    def _did_you_mean(self, message: str) -> str:
+        """` — did you mean --gpu?` for a misspelt option, `'check'` for a command."""
+        import difflib
+        import re
+
+        choice = re.match(r"argument \S+: invalid choice: '([^']*)' \(choose from (.*)\)$", message)
+        if choice:
+            choices = re.findall(r"'([^']*)'", choice.group(2))
+            close = difflib.get_close_matches(choice.group(1), choices, n=1, cutoff=0.6)
+            return f" — did you mean {close[0]!r}?" if close else ""
+        if not message.startswith("unrecognized arguments: "):
+            return ""
+        words = message.removeprefix("unrecognized arguments: ").split()
+        typed = next((w.split("=", 1)[0] for w in words if w.startswith("--")), None)
+        if typed is None:
+            return ""
+        # `check --model X --tp 2`: sglang's flag, typed before the `--` that starts them
+        sglang = _is_sglang_flag(typed) if self.prog in ("sglaunch check", "sglaunch fit") else ""
+        if sglang == "exact":
+            return self._after_dashes(typed)
+        own = [o for o in self._option_string_actions if o.startswith("--")]
+        close = _close_options(typed, own)
+        if close:
+            return f" — did you mean {' or '.join(close)}?"
+        return self._after_dashes(typed) if sglang else ""
+
+    def _after_dashes(self, option: str) -> str:
+        return f" — {option} is sglang's: its flags go after `--` ({self.prog} … -- {option} …)"
+
+
+def _is_sglang_flag(option: str) -> str:
+    """Whether `option` is one of sglang's flags: "exact", "prefix" (its argparse takes
+    it as an abbreviation), or "" (not sglang's)."""
+    from sglaunch.flags.argv import _Lookup
+    from sglaunch.flags.schema import bundled_schema
+
+    schema = bundled_schema()
+    if option in schema.by_option:
+        return "exact"
+    spec, _, _, issue = _Lookup(schema).find(option)
+    return "prefix" if spec is not None or issue is not None else ""
+
+
+def _close_options(typed: str, options: Sequence[str]) -> list[str]:
+    """Options a typo most likely meant: one typing slip away first, then difflib's."""
+    import difflib
+
+    from sglaunch.flags.argv import one_slip
+
+    slips = [o for o in options if one_slip(typed, o)]
+    close = difflib.get_close_matches(typed, options, n=2, cutoff=0.7)
+    return list(dict.fromkeys([*slips, *close]))[:2]
 
 
 def split_double_dash(argv: Sequence[str]) -> tuple[list[str], list[str]]:

@@ -15,6 +15,7 @@ from sglaunch.cli.args import Parser, interpreter_path, parse_env_pairs, split_d
 from sglaunch.cli.render import Painter, print_findings, summary_line
 from sglaunch.errors import UserError
 from sglaunch.exitcodes import ExitCode
+from sglaunch.fixing import AppliedFix, fix_rounds
 from sglaunch.flags.launchline import parse_launch_line
 from sglaunch.flags.schema import FlagSchema
 from sglaunch.session import LaunchSession, inherited_env
@@ -73,6 +74,12 @@ def parser() -> Parser:
         action="store_true",
         help="start sglang's check in this process instead of asking the shared, warm service",
     )
+    p.add_argument(
+        "--fix",
+        action="store_true",
+        help="apply each error's first fix (in rounds) and print the fixed launch line on stdout; "
+        "nothing is launched",
+    )
     return p
 
 
@@ -124,6 +131,7 @@ def run(argv: Sequence[str]) -> int:
         oracle_timeout=args.oracle_timeout,
         sglang_version=args.sglang_version,
         use_service=not args.no_oracle_service,
+        fix=args.fix,
     )
 
 
@@ -139,10 +147,11 @@ def check_command(
     oracle_timeout: float,
     sglang_version: str | None = None,
     use_service: bool = True,
+    fix: bool = False,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
-    from sglaunch.facts.model import load_model_facts, model_path_for_sglang
+    from sglaunch.facts.model import ModelNotCached, load_model_facts, model_path_for_sglang
     from sglaunch.versions import load_flag_facts, parse_named
 
     out = out or sys.stdout
@@ -168,7 +177,12 @@ def check_command(
         raise UserError(
             "no model: give --model PATH (a folder, a cached repo id, or example:NAME), or --model-path after --"
         )
-    model_facts = load_model_facts(source, sglang_version=active.version)
+    model_facts: ModelFacts | None
+    try:
+        model_facts = load_model_facts(source, sglang_version=active.version)
+    except ModelNotCached:
+        # a repo sglang will download is a valid launch: checked without its config
+        model_facts = None
     sglang_argv = with_model_path(sglang_argv, model_path_for_sglang(source), schema)
 
     session = checked_session(schema, sglang_argv, env, source, model_facts, gpu_spec)
@@ -181,7 +195,18 @@ def check_command(
         tiers.switch_off("skipped (--no-oracle)")
     gpu = session.gpu
     paint = Painter(err)
+
+    def say_fixed(done: AppliedFix) -> None:
+        print(paint(f"fixed {done.code}: {done.label} ({done.changes})", "32"), file=err)
+
+    applied: list[AppliedFix] = []
     try:
+        if fix and session.issues:
+            # a value sglang's parser refuses, with a fix (a choice it has): fixed first, on
+            # the built-in tier alone, as sglang would stop there before resolving anything
+            _, applied = fix_rounds(
+                session, tiers.verdict(session), tiers.verdict, on_fix=say_fixed
+            )
         if session.issues:
             tiers.switch_off("skipped: sglang's parser would stop at the flag errors first")
             # sglang's parser stops here (exit 2): say just that, one line per flag
@@ -193,16 +218,22 @@ def check_command(
                     out, tiers.verdict(session), session, sglang_argv, active.installed, facts
                 )
             return int(ExitCode.USAGE)
+        arch = model_facts.architecture if model_facts is not None else "config not read"
         print(
             paint.dim(
-                f"sglaunch check · {model_facts.architecture} ({source}) · {gpu.status or gpu.describe()}"
+                f"sglaunch check · {arch} ({source}) · {gpu.status or gpu.describe()}"
                 f" · for {active.label()}"
             ),
             file=err,
         )
+        if session.model_note:
+            print(paint(f"! {session.model_note}", "33"), file=err)
         for line in facts.lines():
             print(paint(f"! {line}", "33"), file=err)
         verdict = tiers.check(session)
+        if fix:
+            verdict, more = fix_rounds(session, verdict, tiers.check, on_fix=say_fixed)
+            applied += more
     finally:
         tiers.close()
     print_findings(list(verdict.findings), schema, err)
@@ -213,9 +244,50 @@ def check_command(
         ),
         file=err,
     )
-    if as_json:
+    if fix:
+        _print_fixed(out, err, verdict, session, applied, as_json, active.installed, facts)
+    elif as_json:
         _print_json(out, verdict, session, sglang_argv, active.installed, facts)
     return int(ExitCode.VALIDATION if verdict.errors else ExitCode.OK)
+
+
+def _print_fixed(
+    out: TextIO,
+    err: TextIO,
+    verdict: Verdict,
+    session: LaunchSession,
+    applied: list[AppliedFix],
+    as_json: bool,
+    sglang_version: str | None,
+    versions: FlagFacts,
+) -> None:
+    """`check --fix`: the fixed line on stdout (JSON: with its argv and its findings)."""
+    from sglaunch.secrets import mask_argv
+
+    line = session.command_line(display=True)
+    if verdict.errors:
+        n = len(verdict.errors)
+        print(f"{n} error{'s' if n != 1 else ''} left that no fix resolves", file=err)
+    elif not applied:
+        print("nothing to fix; the line is unchanged", file=err)
+    if not as_json:
+        print(line, file=out)
+        out.flush()
+        return
+    # the argv of the line above: the model as sglang will be given it, secrets masked
+    model = session.launch_model_path()
+    argv = session.argv()
+    argv = mask_argv(
+        with_model_path(argv, model, session.schema) if model else argv, session.schema
+    )
+    data = result_json(
+        verdict, session, argv=argv, sglang_version=sglang_version, versions=versions
+    )
+    data["fixed_argv"] = argv
+    data["fixed_line"] = line
+    data["fixes"] = [a.to_json() for a in applied]
+    out.write(json.dumps(data, indent=2, default=_json_default) + "\n")
+    out.flush()
 
 
 def checked_session(
@@ -223,7 +295,7 @@ def checked_session(
     argv: Sequence[str],
     env: Mapping[str, str],
     source: str,
-    facts: ModelFacts,
+    facts: ModelFacts | None,
     gpu_spec: str | None,
     *,
     assume_free_gib: float | None = None,
@@ -236,7 +308,10 @@ def checked_session(
     session = LaunchSession(schema, inherited=inherited_env(os.environ))
     session.load_argv(argv, env)
     session.request_model(source)
-    session.model_loaded(source, facts)
+    if facts is not None:
+        session.model_loaded(source, facts)
+    else:
+        session.model_not_cached(source)
     if gpu_spec:
         session.choose_preset(gpu_spec)
     else:

@@ -1,8 +1,10 @@
 """`sglaunch fit`: will it fit? sglang's GPU memory plan before anything loads, and the layouts that fit.
 
 Findings and the human report go to stderr; `--json` prints one object on
-stdout: the `memory` object of the plan for the given flags plus `layouts`.
-Exit codes: 0 when the plan fits (or is tight), 1 when it does not fit, 2 for bad input.
+stdout: the `memory` object of the plan for the given flags plus `layouts`, the line's
+`findings` (the rules `check` runs) and `ok`/`line_ok`.
+Exit codes: 0 when the plan fits (or is tight) and no rule rejects the line, 1 when it does
+not fit or the line is rejected (as `check`), 2 for bad input.
 """
 
 from __future__ import annotations
@@ -19,13 +21,22 @@ from sglaunch.exitcodes import ExitCode
 from sglaunch.validators.facts import CheckInput
 
 if TYPE_CHECKING:
+    from sglaunch.oracle.answer import OracleAnswer
+    from sglaunch.session import LaunchSession
+    from sglaunch.verdict import Verdict
     from sglaunch.versions import ActiveVersion
-from sglaunch.validators.findings import Severity
+from sglaunch.memory.api import (
+    REJECTED,
+    count_text,
+    is_memory_code,
+    line_verdict,
+    plan_json,
+    verdict_text,
+)
+from sglaunch.validators.findings import Finding
 from sglaunch.validators.memory.baseline import GIB
 from sglaunch.validators.memory.layouts import Layout
 from sglaunch.validators.memory.plan import MemoryPlan
-
-MEMORY_CODE_PREFIXES = ("memory-", "weights-exceed", "mem-fraction")
 
 
 def parser() -> Parser:
@@ -97,6 +108,27 @@ def build_fit_input(
 ) -> tuple[CheckInput, list[str], str]:
     """The check input `fit` plans for, the sglang argv, and the model's source: the same
     session `check` builds, for the same sglang release."""
+    session, argv, source = fit_session(
+        model=model,
+        sglang_tokens=sglang_tokens,
+        gpu_spec=gpu_spec,
+        env_pairs=env_pairs,
+        assume_free_gib=assume_free_gib,
+        active=active,
+    )
+    return session.check_input(), argv, source
+
+
+def fit_session(
+    *,
+    model: str | None,
+    sglang_tokens: list[str],
+    gpu_spec: str | None,
+    env_pairs: Sequence[str] | None,
+    assume_free_gib: float | None = None,
+    active: ActiveVersion | None = None,
+) -> tuple[LaunchSession, list[str], str]:
+    """`build_fit_input`'s session itself, validated for the release: `check`'s verdict on it."""
     from sglaunch.cli.check import checked_session, model_from_argv, split_launch, with_model_path
     from sglaunch.facts.model import load_model_facts, model_path_for_sglang
     from sglaunch.flags.schema import bundled_schema
@@ -114,10 +146,10 @@ def build_fit_input(
         schema, argv, env, source, facts, gpu_spec, assume_free_gib=assume_free_gib
     )
     if version:
-        session.sglang_version = version
+        session.set_sglang_version(version)  # and the rules re-run for that release
     if session.issues:
         raise UserError(f"sglang's parser would stop first: {session.issues[0].message}")
-    return session.check_input(), argv, source
+    return session, argv, source
 
 
 def fit_command(
@@ -134,8 +166,8 @@ def fit_command(
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
+    from sglaunch.checking import findings_json
     from sglaunch.oracle.service_client import known_sglang_version
-    from sglaunch.validators.engine import validate
     from sglaunch.validators.memory.layouts import plan_layouts
     from sglaunch.validators.memory.plan import plan_memory
     from sglaunch.versions import load_flag_facts, parse_named
@@ -151,7 +183,7 @@ def fit_command(
         known=known_sglang_version(sglang_python),
     )
     active = versions.active
-    inp, argv, source = build_fit_input(
+    session, argv, source = fit_session(
         model=model,
         sglang_tokens=sglang_tokens,
         gpu_spec=gpu_spec,
@@ -159,15 +191,19 @@ def fit_command(
         assume_free_gib=assume_free_gib,
         active=active,
     )
+    inp = session.check_input()
     resolved = None
     probe: dict[str, Any] | None = None
+    answer: OracleAnswer | None = None
     # the defaults that differ between releases are mirrored per release (validators/versions.py)
     status = f"built-in mirror of sglang {active.rules_version}'s start-up arithmetic"
     status += " (--oracle asks sglang itself)"
     if use_oracle:
-        resolved, probe, status = _ask_oracle(inp, argv, sglang_python)
+        resolved, probe, status, answer = _ask_oracle(inp, argv, sglang_python)
     plan = plan_memory(inp, resolved)
-    findings = [f for f in validate(inp).findings if f.code.startswith(MEMORY_CODE_PREFIXES)]
+    verdict = _line_verdict(session, answer)
+    # every error `check` would print (the line cannot run), and the plan's own findings
+    findings = [f for f in verdict.findings if f.is_error or is_memory_code(f.code)]
     table = plan_layouts(inp)
     paint = Painter(err)
     model_facts = inp.model
@@ -181,28 +217,54 @@ def fit_command(
     )
     for line in versions.lines():
         print(paint(f"! {line}", "33"), file=err)
-    print_plan(plan, err, paint)
+    print_plan(plan, err, paint, verdict.findings)
     if probe is not None:
         print(paint.dim(f"  sglang's own pool code: {_probe_text(probe)}"), file=err)
     print(paint.dim(f"  knobs from: {status}"), file=err)
     if findings:
-        from sglaunch.flags.schema import bundled_schema
-
-        print_findings(findings, bundled_schema(active.version), err)
+        print_findings(findings, session.schema, err)
+    if line_verdict(plan, verdict.findings) == REJECTED:
+        print(
+            paint(
+                "The line is rejected: the plan above is only what its memory would be; "
+                "apply a fix above or pick a layout below.",
+                "31",
+            ),
+            file=err,
+        )
     print_layouts(table, inp.gpu.count, err, paint)
+    fails = bool(verdict.errors) or plan.verdict == "does-not-fit"
     if as_json:
-        data = plan.to_json()
+        data = plan_json(plan, verdict.findings)
+        data["ok"] = not fails
+        data["line_ok"] = verdict.ok
+        data["findings"] = findings_json(verdict.findings, session.schema)
         data["layouts"] = [layout.to_json() for layout in table]
         data["versions"] = active.to_json()
         if probe is not None:
             data["sglang_pool"] = probe
         out.write(json.dumps(data, indent=2) + "\n")
         out.flush()
-    errors = [f for f in findings if f.severity is Severity.ERROR]
-    return int(ExitCode.VALIDATION if errors or plan.verdict == "does-not-fit" else ExitCode.OK)
+    return int(ExitCode.VALIDATION if fails else ExitCode.OK)
 
 
-def _ask_oracle(inp: CheckInput, argv: list[str], python: str | None) -> tuple[Any, Any, str]:
+def _line_verdict(session: LaunchSession, answer: OracleAnswer | None) -> Verdict:
+    """`check`'s verdict on the line (sglaunch/verdict.py): the built-in rules, and sglang's
+    own answer when --oracle got one."""
+    from sglaunch.oracle.findings import oracle_findings
+    from sglaunch.verdict import OracleReply, TwoTier
+
+    tiers = TwoTier(None)
+    tiers.switch_off("fit asks sglang only with --oracle")
+    if answer is not None and not answer.fault:
+        reply = OracleReply(session.revision, answer, tuple(oracle_findings(answer)))
+        tiers.answered(reply, session)
+    return tiers.verdict(session)
+
+
+def _ask_oracle(
+    inp: CheckInput, argv: list[str], python: str | None
+) -> tuple[Any, Any, str, OracleAnswer | None]:
     from sglaunch.memory.oracle import oracle_memory_request
     from sglaunch.oracle.service_client import connect
     from sglaunch.validators.memory.plan import plan_memory
@@ -214,14 +276,15 @@ def _ask_oracle(inp: CheckInput, argv: list[str], python: str | None) -> tuple[A
     try:
         status = oracle.start()
         if not status.available:
-            return None, None, f"built-in mirror (sglang unavailable: {status.reason})"
+            return None, None, f"built-in mirror (sglang unavailable: {status.reason})", None
         answer = oracle.resolve(argv, dict(inp.env), inp.gpu, memory=request)
     finally:
         oracle.close()
     if answer.fault or not answer.ok:
         why = answer.fault or (answer.error.message if answer.error else "rejected")
-        return None, None, f"built-in mirror (sglang did not resolve: {why[:160]})"
-    return answer.resolved, answer.memory, f"sglang {answer.sglang_version} (resolved)"
+        # sglang's rejection still counts in the line's verdict; its knobs do not exist
+        return None, None, f"built-in mirror (sglang did not resolve: {why[:160]})", answer
+    return answer.resolved, answer.memory, f"sglang {answer.sglang_version} (resolved)", answer
 
 
 def _probe_text(probe: dict[str, Any]) -> str:
@@ -243,14 +306,18 @@ def _g(value: int | None) -> str:
     return "?" if value is None else f"{value / GIB:.2f} GiB"
 
 
-def print_plan(plan: MemoryPlan, err: TextIO, paint: Painter) -> None:
+def print_plan(
+    plan: MemoryPlan, err: TextIO, paint: Painter, findings: Sequence[Finding] = ()
+) -> None:
+    """`findings`: the line's; with an error standing, the verdict names it, not the memory."""
     k = plan.knobs
-    verdict = plan.verdict
-    color = {"fits": "32", "tight": "33", "does-not-fit": "31"}[verdict]
+    verdict = line_verdict(plan, findings)
+    color = {"fits": "32", "tight": "33", "does-not-fit": "31", REJECTED: "31"}[verdict]
     layout = f"tp {k.tp} · dp {k.dp} · pp {k.pp}" + (
         f" · attention DP {k.attn_dp}" if k.attn_dp > 1 else ""
     )
-    print(f"Memory plan per GPU ({layout}): {paint(verdict, color)}", file=err)
+    shown = verdict_text(plan, findings)
+    print(f"Memory plan per GPU ({layout}): {paint(shown, color)}", file=err)
     rows: list[tuple[str, str, str]] = []
     for label, size in plan.waterfall():
         rows.append((label, _g(size), ""))
@@ -297,22 +364,23 @@ def print_layouts(table: list[Layout], gpus: int, err: TextIO, paint: Painter) -
         f"Layouts on {gpus} GPU{'s' if gpus != 1 else ''} ({len(fitting)} of {len(table)} fit):",
         file=err,
     )
+    # tokens per replica (one DP or attention-DP rank's pool, sglang's max_total_num_tokens)
+    # beside the total over the replicas: tp 1 × dp 4 holds four pools
     print(
-        f"  {'tp':>3} {'dp':>3} {'pp':>3} {'adp':>3} {'GPUs':>4} {'weights/GPU':>12} {'KV tokens':>11} "
-        f"{'full-ctx reqs':>13}  verdict",
+        f"  {'tp':>3} {'dp':>3} {'pp':>3} {'adp':>3} {'GPUs':>4} {'weights/GPU':>12} "
+        f"{'KV tokens/replica':>17} {'KV tokens total':>15} {'full-ctx reqs total':>19}  verdict",
         file=err,
     )
     for lay in table:
         p = lay.plan
-        tokens = f"{p.max_total_num_tokens:,}" if p.max_total_num_tokens is not None else "-"
-        reqs = lay.full_context_requests
         verdict = lay.verdict + (f" ({', '.join(lay.blocking)})" if lay.blocking else "")
         if p.error is not None and not lay.blocking:
             verdict += f" ({p.error.kind})"
         color = {"fits": "32", "tight": "33", "does-not-fit": "31"}[lay.verdict]
         print(
             f"  {lay.tp:>3} {lay.dp:>3} {lay.pp:>3} {lay.attn_dp:>3} {lay.gpus:>4} "
-            f"{_g(p.weights_bytes):>12} {tokens:>11} {('-' if reqs is None else str(reqs)):>13}  "
+            f"{_g(p.weights_bytes):>12} {count_text(lay.kv_tokens_per_replica):>17} "
+            f"{count_text(lay.kv_tokens_total):>15} {count_text(lay.full_context_requests_total):>19}  "
             f"{paint(verdict, color)}",
             file=err,
         )

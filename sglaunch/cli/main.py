@@ -2,7 +2,7 @@
 
     sglaunch                                   the TUI (planning mode without a GPU)
     sglaunch --model PATH [--profile NAME]     the TUI, preloaded
-    sglaunch check --model PATH [--gpu H100x8] [--json] [--no-oracle] [--env K=V] -- SGLANG_FLAGS...
+    sglaunch check --model PATH [--gpu H100x8] [--json] [--fix] [--no-oracle] [--env K=V] -- SGLANG_FLAGS...
     sglaunch fit --model PATH [--gpu H100x8] [--assume-free-gib X] [--json] -- SGLANG_FLAGS...
     sglaunch explain TEXT-OR-CODE
     sglaunch --profile NAME --apply [--fix] [--detach] [--json]
@@ -146,7 +146,12 @@ def _top(argv: Sequence[str]) -> int:
         from sglaunch.cli import apply
 
         return apply.run(args)
-    for flag in ("fix", "save", "detach", "json", "no_oracle"):
+    if args.fix:
+        raise UserError(
+            "--fix goes with --apply; `sglaunch check --fix … -- FLAGS` prints the fixed line "
+            "without launching"
+        )
+    for flag in ("save", "detach", "json", "no_oracle"):
         if getattr(args, flag):
             raise UserError(f"--{flag.replace('_', '-')} goes with --apply")
     return open_tui(
@@ -157,6 +162,18 @@ def _top(argv: Sequence[str]) -> int:
         sglang_version=args.sglang_version,
         no_oracle_service=args.no_oracle_service,
     )
+
+
+def _unknown_command(word: str) -> str:
+    """`sglaunch chek`: the command it most likely meant, in one line."""
+    import difflib
+
+    from sglaunch.safeio import shown
+
+    close = difflib.get_close_matches(word, list(SUBCOMMANDS), n=1, cutoff=0.6)
+    if close:
+        return f"unknown command {shown(word, 40)!r} — did you mean {close[0]!r}? (see sglaunch --help)"
+    return f"unknown command {shown(word, 40)!r} (commands: {', '.join(SUBCOMMANDS)}; see sglaunch --help)"
 
 
 def open_tui(**options: Any) -> int:
@@ -182,6 +199,8 @@ def _main(argv: list[str]) -> int:
     try:
         if argv and argv[0] in SUBCOMMANDS:
             return SUBCOMMANDS[argv[0]](argv[1:])
+        if argv and not argv[0].startswith("-"):
+            raise UserError(_unknown_command(argv[0]))
         return _top(argv)
     except UserError as exc:
         # one line whatever the message quotes: control characters are shown escaped

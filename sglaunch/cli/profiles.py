@@ -162,10 +162,12 @@ def _model_status(profile: Profile) -> str | None:
     """Why the profile's model cannot be found now, or None."""
     if not profile.model:
         return "no model set"
-    from sglaunch.facts.model import resolve_model_dir
+    from sglaunch.facts.model import ModelNotCached, not_cached_note, resolve_model_dir
 
     try:
         resolve_model_dir(profile.model)
+    except ModelNotCached as exc:
+        return not_cached_note(exc.repo_id)  # a valid launch: sglang downloads it
     except UserError as exc:
         return exc.message
     return None

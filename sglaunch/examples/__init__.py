@@ -17,6 +17,16 @@ EXAMPLES: dict[str, str] = {
     "llama-3.1-8b": "Llama 3.1 8B: a plain transformers model, 128K context",
 }
 
+# The Hugging Face repo each example mirrors: what a launch, a profile's export and the
+# preview name, because the bundled folder holds a config and no weights (useless to sglang
+# on a GPU box); the checks still read the bundled config.
+EXAMPLE_REPOS: dict[str, str] = {
+    "minicpm-sala": "openbmb/MiniCPM-SALA",
+    "minicpm4-8b": "openbmb/MiniCPM4-8B",
+    "minicpm-v-4.6": "openbmb/MiniCPM-V-4_6",
+    "llama-3.1-8b": "meta-llama/Llama-3.1-8B-Instruct",
+}
+
 DEFAULT_EXAMPLE = "minicpm-sala"
 
 

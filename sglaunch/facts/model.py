@@ -23,8 +23,13 @@ from typing import Any
 
 from sglaunch import SGLANG_VERSION
 from sglaunch.errors import UserError
-from sglaunch.examples import EXAMPLES, example_dir
-from sglaunch.facts.config_limits import check_config_numbers, in_snapshots, snapshot_in_repo
+from sglaunch.examples import EXAMPLE_REPOS, EXAMPLES, example_dir
+from sglaunch.facts.config_limits import (
+    check_config_numbers,
+    check_config_types,
+    in_snapshots,
+    snapshot_in_repo,
+)
 from sglaunch.facts.memory_facts import with_memory_shapes, with_weight_breakdown
 from sglaunch.facts.weights import weight_bytes
 from sglaunch.safeio import kind_of, parse_json, path_stat, read_text, shown
@@ -34,6 +39,23 @@ from sglaunch.validators.facts import ModelFacts
 MAX_CONFIG_BYTES = 8 * 1024 * 1024
 
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
+
+
+class ModelNotCached(UserError):
+    """A Hugging Face repo id that is not in the local cache: a valid launch (sglang downloads
+    it), checked without its config. `repo_id` is the user's model, to keep."""
+
+    def __init__(self, message: str, repo_id: str) -> None:
+        super().__init__(message)
+        self.repo_id = repo_id
+
+
+def not_cached_note(repo_id: str) -> str:
+    """What the model panel, `check` and the verdict say of a repo checked without its config."""
+    return (
+        f"{repo_id}: not in the local cache — checked without its config (sglang will download it)"
+    )
+
 
 # sglang srt/utils/hf_transformers/common.py CONTEXT_LENGTH_KEYS, in order
 CONTEXT_LENGTH_KEYS = (
@@ -203,10 +225,11 @@ def _probe_model_path(source: str, env: Mapping[str, str]) -> Path:
         found = find_in_hf_cache(source, env)
         if found is not None:
             return found
-        raise UserError(
+        raise ModelNotCached(
             f"model {source!r} is not a local folder and is not in the local Hugging Face cache "
             f"({hf_cache_dirs(env)[0]}); download it first (huggingface-cli download {source} --include config.json) "
-            "or pass a local path — sglaunch never downloads"
+            "or pass a local path — sglaunch never downloads",
+            source,
         )
     raise UserError(f"model folder {shown(source)} does not exist")
 
@@ -225,6 +248,7 @@ def read_config(config_path: Path) -> dict[str, Any]:
             '(for example "architectures": ["LlamaForCausalLM"])'
         )
     check_config_numbers(data, label)
+    check_config_types(data, label)
     return data
 
 
@@ -478,8 +502,11 @@ def load_model_facts(
     tf_types, _ = known_model_types(sglang_version)
     loaded_with = "json"
     if use_transformers and str(data.get("model_type") or "") in tf_types:
+        from sglaunch.facts.config_cache import TransformersRejected, autoconfig_view
+
         try:
-            merged = _autoconfig_dict(model_dir)
+            # a repeat check of the same config reads transformers' answer from the cache
+            merged = autoconfig_view(model_dir, _autoconfig_dict)
             # keep what only the raw file says (auto_map) and the architectures as written
             merged.setdefault("auto_map", data.get("auto_map"))
             merged["architectures"] = data["architectures"]
@@ -487,15 +514,13 @@ def load_model_facts(
             loaded_with = "transformers"
         except ImportError:
             pass
-        except Exception as exc:  # transformers rejects the config: so would sglang
+        except TransformersRejected as exc:  # transformers rejects the config: so would sglang
             facts = facts_from_config(
                 data, source, config_path=str(config_path), sglang_version=sglang_version
             )
             return replace(
                 facts,
-                config_error=f"transformers cannot load this config: {type(exc).__name__}: {exc}".splitlines()[
-                    0
-                ],
+                config_error=f"transformers cannot load this config: {exc}".splitlines()[0],
                 config_error_ref="srt/utils/hf_transformers/config.py:228 (AutoConfig.from_pretrained)",
             )
     facts = facts_from_config(
@@ -511,10 +536,22 @@ def load_model_facts(
 
 
 def model_path_for_sglang(source: str, env: Mapping[str, str] | None = None) -> str:
-    """What to pass as --model-path: bundled examples become their folder (sglang cannot read
-    `example:`); paths and repo ids go through unchanged."""
+    """What sglang's check reads as --model-path: bundled examples become their folder (sglang
+    cannot read `example:`); paths and repo ids go through unchanged."""
     if source.startswith("example:"):
         return str(resolve_model_dir(source, env))
+    return source
+
+
+def model_path_for_launch(source: str) -> str:
+    """What a launch (and an export, a preview) passes as --model-path: a bundled example is
+    the Hugging Face repo it mirrors (its folder has a config and no weights); paths and repo
+    ids go through unchanged."""
+    if source.startswith("example:"):
+        name = source.split(":", 1)[1]
+        if name not in EXAMPLES:
+            raise UserError(f"no bundled example {name!r}; choose one of: {', '.join(EXAMPLES)}")
+        return EXAMPLE_REPOS.get(name, str(example_dir(name)))
     return source
 
 

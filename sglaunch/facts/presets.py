@@ -12,7 +12,8 @@ from sglaunch.validators.facts import GpuDevice, GpuFacts, GpuMode
 MIB = 1024**2
 
 # The driver's CUDA version assumed for a planned machine: current drivers
-# report 12.9+, which is what Blackwell needs (sglang requires >= 12.8).
+# report 12.9+, which is what Blackwell needs (sglang requires >= 12.8). Assumptions for
+# the rules and the oracle's emulation: reported as assumed, never as a machine's facts.
 DEFAULT_CUDA = "12.9"
 DEFAULT_DRIVER = "575.57.08"
 
@@ -123,6 +124,7 @@ def planning_facts(preset: Preset, count: int, *, cuda_version: str = DEFAULT_CU
         devices=devices,
         driver_version=DEFAULT_DRIVER,
         cuda_version=cuda_version,
+        versions_assumed=True,
         status=f"planning mode: {count}× {preset.name} (sm{preset.capability[0]}{preset.capability[1]}, {round(preset.memory_mib / 1024)} GiB)",
         preset=f"{preset.key}x{count}",
     )

@@ -166,13 +166,37 @@ def suggest(option: str, schema: FlagSchema, n: int = 3) -> tuple[str, ...]:
     """Did-you-mean candidates for an unknown option."""
     name = option.split("=", 1)[0]
     options = schema.all_options()
-    found = difflib.get_close_matches(name, options, n=n, cutoff=0.6)
+    close = difflib.get_close_matches(name, options, n=n, cutoff=0.6)
+    # difflib's ratio ranks a swapped or dropped letter below a longer shared run
+    # (`--pd-size` offered --tp-size before --dp-size): one typing slip away comes first
+    slips = sorted(
+        (o for o in options if one_slip(name, o)),
+        key=lambda o: -difflib.SequenceMatcher(None, name, o).ratio(),
+    )
+    found = list(dict.fromkeys([*slips, *close]))[:n]
     if not found:
         # "--radix" -> flags that contain the word
         bare = name.lstrip("-")
         if len(bare) >= 4:
             found = [o for o in options if bare in o][:n]
     return tuple(found)
+
+
+def one_slip(typed: str, option: str) -> bool:
+    """One letter dropped, added, changed, or two neighbours swapped."""
+    if typed == option or abs(len(typed) - len(option)) > 1:
+        return False
+    if len(typed) == len(option):
+        diff = [i for i, (a, b) in enumerate(zip(typed, option, strict=True)) if a != b]
+        return len(diff) == 1 or (
+            len(diff) == 2
+            and diff[1] == diff[0] + 1
+            and typed[diff[0]] == option[diff[1]]
+            and typed[diff[1]] == option[diff[0]]
+        )
+    short, long = (typed, option) if len(typed) < len(option) else (option, typed)
+    i = next((k for k, (a, b) in enumerate(zip(short, long, strict=False)) if a != b), len(short))
+    return short[i:] == long[i + 1 :]
 
 
 class _Lookup:

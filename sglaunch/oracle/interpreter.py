@@ -121,3 +121,15 @@ def probe_sglang_version(python: str, timeout: float = 30.0) -> tuple[str | None
     if not key(version) or len(version) > 40:
         return None, f"{python} did not report an sglang version (it said {version[:40]!r})"
     return version, ""
+
+
+def oracle_refused(python: str) -> tuple[str, str] | None:
+    """(sglang's version, why) when `python`'s sglang is one the oracle cannot run, so that
+    no service or worker is started for it; None when it may be tried (or says nothing)."""
+    from sglaunch.versions import oracle_refusal  # versions imports this module
+
+    version, _ = probe_sglang_version(python)
+    if version is None:
+        return None  # the worker finds out, and says so in its own words
+    why = oracle_refusal(version)
+    return (version, why) if why else None

@@ -30,7 +30,7 @@ from typing import Any
 
 from sglaunch.oracle.answer import OracleAnswer, OracleStatus
 from sglaunch.oracle.client import Oracle, gpu_payload
-from sglaunch.oracle.interpreter import NOT_INSTALLED, find_sglang_python
+from sglaunch.oracle.interpreter import NOT_INSTALLED, find_sglang_python, oracle_refused
 from sglaunch.oracle.ipc import (
     FORWARDED_PREFIXES,
     PROTOCOL,
@@ -223,6 +223,12 @@ def connect_or_spawn(
                     raise ServiceRefused(
                         "the oracle service exited as it started"
                         + (f": {tail}" if tail else f" (see {paths.log})")
+                    )
+                refused = oracle_refused(python)
+                if refused is not None:  # a service for it would only fail: start none
+                    version, why = refused
+                    raise ServiceStartFailed(
+                        {"available": False, "reason": why, "sglang_version": version}
                     )
                 # nobody holds the lock, so nobody serves: any socket there is stale
                 with contextlib.suppress(FileNotFoundError):

@@ -87,15 +87,39 @@ def ready_version(python: Path) -> str | None:
     return lines[-1].strip() if done.returncode == 0 and lines else None
 
 
+# Lines of a failed step's output shown: pip ends with the reason it stopped.
+TAIL_LINES = 15
+
+
+def execute(cmd: list[str]) -> tuple[int, str]:
+    """Run one step, its output captured: pip's resolver complains at length about the GPU
+    dependencies this environment leaves out on purpose, and none of that is news."""
+    done = subprocess.run(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        errors="replace",
+    )
+    return done.returncode, done.stdout or ""
+
+
 def _run(step: str, cmd: list[str]) -> None:
     print(f"sglaunch: {step}", file=sys.stderr, flush=True)
     try:
-        # pip's progress is for the person watching; stdout carries data only
-        done = subprocess.run(cmd, stdout=sys.stderr, stdin=subprocess.DEVNULL)
+        code, output = execute(cmd)
     except OSError as exc:
         raise SetupError(f"{step} failed: cannot run {cmd[0]}: {exc.strerror or exc}") from exc
-    if done.returncode != 0:
-        raise SetupError(f"{step} failed (exit {done.returncode}); pip's output is above")
+    if code != 0:
+        from sglaunch.safeio import escape_controls
+
+        tail = [escape_controls(ln) for ln in output.rstrip().splitlines()[-TAIL_LINES:]]
+        for line in tail:
+            print(f"  {line}", file=sys.stderr)
+        raise SetupError(
+            f"{step} failed (exit {code})" + ("; the end of its output is above" if tail else "")
+        )
 
 
 def setup(
@@ -133,6 +157,7 @@ def setup(
     reqs = env_dir / "sglaunch-sglang-cpu.txt"
     reqs.write_text(requirements_text(), encoding="utf-8")
     _run("installing what sglang's argument resolution needs", [*pip, "-r", str(reqs)])
+    print("sglaunch: checking that sglang's argument resolution imports", file=sys.stderr)
     found = ready_version(python)
     if found != version:
         raise SetupError(
@@ -182,6 +207,10 @@ def main(argv: list[str] | None = None) -> int:
         print("sglaunch: interrupted; run the same command again to finish", file=sys.stderr)
         return int(ExitCode.INTERRUPTED)
     print(python)
+    print(
+        f"ready: sglang {args.version} at {python} (a CPU build: for checks, not for serving)",
+        file=sys.stderr,
+    )
     return int(ExitCode.OK)
 
 

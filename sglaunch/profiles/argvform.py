@@ -81,12 +81,13 @@ def flag_tokens(spec: FlagSpec, value: Any) -> list[str]:
 
 
 def exported_model(model: str | None) -> str | None:
-    """The model as sglang must read it: a bundled example becomes its folder."""
+    """The model as a launch names it: a bundled example becomes the hub repo it mirrors (its
+    folder holds a config and no weights: useless to sglang on a GPU box)."""
     if model is None:
         return None
-    from sglaunch.facts.model import model_path_for_sglang
+    from sglaunch.facts.model import model_path_for_launch
 
-    return model_path_for_sglang(model)
+    return model_path_for_launch(model)
 
 
 def program(profile: Profile, python: str | None = None) -> list[str]:

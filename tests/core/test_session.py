@@ -69,7 +69,7 @@ def test_a_pasted_line_keeps_its_devices_env_secret_and_program_through_a_save()
     spec = again.launch_spec({"SGLAUNCH_API_KEY": "sk-secret-1"})
     assert spec.command() == [
         "/opt/sgl/bin/python", "-m", "sglang.launch_server",
-        "--model-path", str(example_dir("minicpm-sala")),
+        "--model-path", "openbmb/MiniCPM-SALA",  # the model the example mirrors
         "--tp-size", "2", "--enable-metrics", "--api-key", "sk-secret-1",
     ]  # fmt: skip
     assert dict(spec.env) == {"CUDA_VISIBLE_DEVICES": "0,1", "SGLANG_MINICPM_FORCE_DENSE": "1"}
@@ -166,7 +166,7 @@ def test_serve_entry_runs_the_sglang_script_beside_its_interpreter() -> None:
     assert profile.entry == "serve" and profile.sglang_python == "/opt/sgl/bin/python"
     again = LaunchSession.from_profile(profile, bundled_schema(), default_python="/venv/bin/python")
     assert again.launch_spec({}).command()[:4] == [
-        "/opt/sgl/bin/sglang", "serve", "--model-path", str(example_dir("minicpm4-8b")),
+        "/opt/sgl/bin/sglang", "serve", "--model-path", "openbmb/MiniCPM4-8B",
     ]  # fmt: skip
     # without an interpreter of its own, the one sglaunch found runs it
     bare = pasted(
@@ -179,7 +179,9 @@ def test_the_preview_shows_the_interpreter_and_folder_that_will_run() -> None:
     session = loaded(LaunchSession(bundled_schema(), default_python="/venv/bin/python"), SALA)
     line = session.command_line(display=True)
     assert line.startswith("/venv/bin/python -m sglang.launch_server --model-path ")
-    assert str(example_dir("minicpm-sala")) in line and line.endswith("# example:minicpm-sala")
+    # the model the example mirrors (its folder has no weights), marked as the example
+    assert "--model-path openbmb/MiniCPM-SALA" in line
+    assert line.endswith("# example:minicpm-sala")
     assert "<example" not in line
 
 

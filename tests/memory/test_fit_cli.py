@@ -34,7 +34,9 @@ def test_fit_json_is_the_memory_object_plus_layouts(capsys: pytest.CaptureFixtur
     )
     assert code == ExitCode.OK
     data = json.loads(out)
-    assert set(data) == MEMORY_KEYS | {"layouts", "versions"}
+    assert set(data) == MEMORY_KEYS | {"layouts", "versions", "findings", "ok", "line_ok"}
+    assert data["ok"] is True and data["line_ok"] is True
+    assert not [f for f in data["findings"] if f["severity"] == "error"]
     assert data["verdict"] == "fits" and data["baseline_source"] == "preset"
     assert data["mem_fraction_static_source"] == "default" and data["weights_source"] == "config"
     assert data["usable_tokens"] < data["max_total_num_tokens"]  # SALA's compressed-K reserve
@@ -218,3 +220,136 @@ def test_dp_attention_layouts_are_spelled_as_the_release_spells_them(
         assert not validate(fixed).errors, (release, flags)
         knobs = plan_memory(fixed).knobs
         assert (knobs.tp, knobs.dp, knobs.attn_dp) == (layout.tp, 1, layout.attn_dp)
+
+
+REJECTED_LINES = [
+    # MiniCPM refuses DP attention (sglang raises before any memory is sized)
+    (
+        "example:minicpm-sala",
+        "H100x4",
+        ["--tp", "4", "--enable-dp-attention", "--dp-size", "4"],
+        "minicpm-dp-attention",
+    ),
+    # 16 ranks on one GPU: the launch dies at the first rank past the last GPU
+    ("example:llama-3.1-8b", "H100", ["--tp", "16"], "parallel-gpus"),
+]
+
+
+@pytest.mark.parametrize(("model", "gpu", "flags", "code"), REJECTED_LINES)
+def test_a_line_check_rejects_is_rejected_by_fit_too(
+    model: str, gpu: str, flags: list[str], code: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sglaunch.cli.check import check_command
+
+    out, err = io.StringIO(), io.StringIO()
+    checked = check_command(
+        model=model,
+        sglang_tokens=flags,
+        gpu_spec=gpu,
+        as_json=True,
+        use_oracle=False,
+        env_pairs=None,
+        sglang_python=None,
+        oracle_timeout=5,
+        out=out,
+        err=err,
+    )
+    check_data = json.loads(out.getvalue())
+    message = next(f["message"] for f in check_data["findings"] if f["code"] == code)
+
+    code_json, out_json, _ = run(
+        ["fit", "--model", model, "--gpu", gpu, "--json", "--", *flags], capsys
+    )
+    assert code_json == checked == ExitCode.VALIDATION
+    data = json.loads(out_json)
+    assert data["verdict"] == "rejected" and data["ok"] is False and data["line_ok"] is False
+    # the same findings `check` reports, with their fixes
+    assert data["findings"] == check_data["findings"]
+    assert check_data["memory"]["verdict"] == "rejected"
+    assert data["layouts"]  # the alternatives are still listed
+
+    code_text, _, text = run(["fit", "--model", model, "--gpu", gpu, "--", *flags], capsys)
+    assert code_text == ExitCode.VALIDATION
+    header = next(ln for ln in text.splitlines() if ln.startswith("Memory plan per GPU"))
+    assert header.endswith(f"): rejected: {message}") and "fits" not in header
+    assert f"✗ error    {code}  {message}" in text
+    fixes = next(f["fixes"] for f in check_data["findings"] if f["code"] == code)
+    assert fixes and f"fix: {fixes[0]['label']}" in text
+
+
+def test_an_accepted_line_that_fits_still_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(
+        ["fit", "--model", "example:llama-3.1-8b", "--gpu", "H100x2", "--json", "--", "--tp", "2"],
+        capsys,
+    )
+    data = json.loads(out)
+    assert code == ExitCode.OK and data["ok"] is True and data["line_ok"] is True
+    assert data["verdict"] in ("fits", "tight") and "rejected" not in err
+
+
+def test_the_kv_cell_is_known_when_the_plan_does_not_fit(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    base = ["fit", "--model", "example:llama-3.1-8b", "--gpu", "H100x1", "--json"]
+    _, roomy_out, _ = run([*base, "--assume-free-gib", "60"], capsys)
+    roomy = json.loads(roomy_out)
+    code, out, err = run([*base, "--assume-free-gib", "5"], capsys)
+    assert code == ExitCode.VALIDATION
+    data = json.loads(out)
+    assert data["verdict"] == "does-not-fit" and data["max_total_num_tokens"] is None
+    # the cell is the model's and the flags', whatever the memory
+    assert data["kv_cell_bytes"] == roomy["kv_cell_bytes"] and data["kv_cell_bytes"]
+    assert data["kv_dtype"] == roomy["kv_dtype"] and data["page_size"] == roomy["page_size"]
+    cell = next(ln for ln in err.splitlines() if ln.strip().startswith("KV cell"))
+    assert f"{data['kv_cell_bytes']:g} B/token" in cell and data["kv_dtype"] in cell
+    for layout in data["layouts"]:
+        assert layout["kv_cell_bytes"] and layout["kv_dtype"] == data["kv_dtype"]
+
+    from sglaunch.cli.check import check_command
+
+    out_check = io.StringIO()
+    check_command(
+        model="example:llama-3.1-8b",
+        sglang_tokens=["--mem-fraction-static", "0.1"],
+        gpu_spec="H100x1",
+        as_json=True,
+        use_oracle=False,
+        env_pairs=None,
+        sglang_python=None,
+        oracle_timeout=5,
+        out=out_check,
+        err=io.StringIO(),
+    )
+    memory = json.loads(out_check.getvalue())["memory"]
+    assert memory["max_total_num_tokens"] is None
+    assert memory["kv_cell_bytes"] == roomy["kv_cell_bytes"] and memory["kv_dtype"]
+
+
+def test_layouts_count_tokens_per_replica_and_in_total(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(
+        ["fit", "--model", "tests/data/models/deepseek-v2-lite", "--gpu", "H100x4", "--json"],
+        capsys,
+    )
+    assert code == ExitCode.OK
+    layouts = json.loads(out)["layouts"]
+    for x in layouts:
+        per = x["max_total_num_tokens"]
+        assert x["kv_tokens_per_replica"] == per
+        assert x["replicas"] == x["dp"] * x["attn_dp"]
+        assert x["kv_tokens_total"] == per * x["replicas"]
+        reqs = x["full_context_requests"]
+        assert x["full_context_requests_total"] == reqs * x["replicas"]
+    by = {(x["tp"], x["dp"], x["pp"], x["attn_dp"]): x for x in layouts}
+    assert by[(1, 4, 1, 1)]["kv_tokens_total"] == 4 * by[(1, 4, 1, 1)]["kv_tokens_per_replica"]
+    assert by[(4, 1, 1, 4)]["kv_tokens_total"] == 4 * by[(4, 1, 1, 4)]["kv_tokens_per_replica"]
+
+    table = err[err.index("Layouts on 4 GPUs") :].splitlines()
+    assert "KV tokens/replica" in table[1] and "KV tokens total" in table[1]
+    rows = {tuple(int(c) for c in ln.split()[:4]): ln.split() for ln in table[2:] if ln.strip()}
+    assert len(rows) == len(layouts)
+    for key, cells in rows.items():
+        x = by[key]
+        # one format for every count: digits with thousands separators
+        assert cells[7] == f"{x['kv_tokens_per_replica']:,}"
+        assert cells[8] == f"{x['kv_tokens_total']:,}"
+        assert cells[9] == f"{x['full_context_requests_total']:,}"

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import itertools
 
-from sglaunch.examples import EXAMPLES, example_dir
+from sglaunch.examples import EXAMPLE_REPOS
 
-# as a launch line names them: the bundled examples' folders (a profile reads
-# them back as example:NAME, and an export writes the folder again)
-MODELS = [str(example_dir(name)) for name in EXAMPLES]
+# as a launch line names them: the models the bundled examples mirror (an export of an
+# example:NAME profile writes these too; tests/profiles/test_example_export.py)
+MODELS = list(EXAMPLE_REPOS.values())
 
 BACKEND_FLAGS = ("--attention-backend", "--prefill-attention-backend", "--decode-attention-backend")
 SPARSE_BACKENDS = ("minicpm_flashattn", "minicpm_flashinfer")

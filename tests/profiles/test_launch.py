@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from sglaunch.errors import UserError
-from sglaunch.examples import example_dir
 from sglaunch.flags.schema import bundled_schema
 from sglaunch.profiles import GpuSelection, Profile, sglang_argv, to_command
 from sglaunch.session import LaunchSession
@@ -26,10 +25,9 @@ def test_a_profiles_launch_spec_has_argv_env_and_a_masked_view() -> None:
         sglang_python="/opt/sgl/bin/python",
     )
     spec = launch(p, {"K": "sk-1"})
-    model_dir = str(example_dir("minicpm-sala"))
     assert spec.command() == [
         "/opt/sgl/bin/python", "-m", "sglang.launch_server",
-        "--model-path", model_dir,
+        "--model-path", "openbmb/MiniCPM-SALA",  # the model the example mirrors
         "--tp-size", "2", "--no-enable-tf32-matmul",
         "--api-key", "sk-1",
     ]  # fmt: skip

@@ -14,7 +14,6 @@ import yaml
 
 from sglaunch.cli import profiles as profiles_cli
 from sglaunch.cli.main import main
-from sglaunch.examples import example_dir
 from sglaunch.profiles import ProfileStore
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,16 +57,16 @@ def test_import_list_show_export(capsys: pytest.CaptureFixture[str], tmp_path: P
     assert data["model_problem"] is None
 
     rc, out, err = run(["profiles", "export", "sala", "--format", "command"], capsys)
-    # sglang cannot read example:NAME: an export names the bundled example's folder
+    # an export names the model the example mirrors (its folder has no weights)
     assert rc == 0 and out.strip() == (
         "CUDA_VISIBLE_DEVICES=0,1 SGLANG_MINICPM_FORCE_DENSE=1 python -m sglang.launch_server "
-        f"--model-path {example_dir('minicpm-sala')} --tp-size 2 --attention-backend minicpm_flashinfer"
+        "--model-path openbmb/MiniCPM-SALA --tp-size 2 --attention-backend minicpm_flashinfer"
     )
 
     rc, out, err = run(["profiles", "export", "sala", "--format", "yaml"], capsys)
     assert rc == 0
     assert yaml.safe_load(out) == {
-        "model-path": str(example_dir("minicpm-sala")),
+        "model-path": "openbmb/MiniCPM-SALA",
         "tp-size": 2,
         "attention-backend": "minicpm_flashinfer",
     }

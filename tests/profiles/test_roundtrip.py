@@ -5,12 +5,12 @@ matrix's flag sets, plus lists, JSON values, --x/--no-x switches, env and secret
 from __future__ import annotations
 
 import shlex
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from sglaunch.examples import example_dir
 from sglaunch.flags.argv import parse_argv
 from sglaunch.flags.launchline import parse_launch_line
 from sglaunch.flags.schema import bundled_schema
@@ -171,13 +171,14 @@ def test_serve_entry_round_trips() -> None:
     profile = profile_from_command(line, name="s").profile
     assert profile.entry == "serve" and profile.model == "example:minicpm4-8b"
     out = to_command(profile)
-    folder = example_dir("minicpm4-8b")  # an export names the folder sglang can read
-    assert out == f"sglang serve --model-path {folder} --tp-size 2 --trust-remote-code"
-    assert profile_from_command(out, name="s").profile == profile
+    repo = "openbmb/MiniCPM4-8B"  # an export names the model the example mirrors
+    assert out == f"sglang serve --model-path {repo} --tp-size 2 --trust-remote-code"
+    as_repo = replace(profile, model=repo)  # read back, it is that model
+    assert profile_from_command(out, name="s").profile == as_repo
     exported = to_yaml(profile)
     # `sglang serve` requires --model-path on its command line even with --config
-    assert f"# launch: sglang serve --model-path {folder} --config s.yaml" in exported.text
-    assert profile_from_yaml(exported.text, name="s").profile == profile
+    assert f"# launch: sglang serve --model-path {repo} --config s.yaml" in exported.text
+    assert profile_from_yaml(exported.text, name="s").profile == as_repo
 
 
 def test_interpreter_and_aliases_and_abbreviations() -> None:

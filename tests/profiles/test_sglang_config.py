@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from sglaunch.facts.model import model_path_for_sglang
+from sglaunch.facts.model import model_path_for_launch
 from sglaunch.flags.launchline import parse_launch_line
 from sglaunch.flags.schema import bundled_schema
 from sglaunch.profiles import Profile, profile_from_command, to_yaml
@@ -140,7 +140,7 @@ def test_sglang_parses_every_exported_yaml_as_the_profile(
             mismatches.append(f"{key}: sglang refused it: {result['error']}")
             continue
         got = result["fields"]
-        if got["model_path"] != model_path_for_sglang(profile.model):
+        if got["model_path"] != model_path_for_launch(profile.model):
             mismatches.append(f"{key}: model_path {got['model_path']!r} != {profile.model!r}")
         for dest, value in profile.flags.items():
             if got[dest] != value:

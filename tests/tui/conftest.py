@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 
@@ -102,16 +103,32 @@ async def wait_until(pilot, ready: Callable[[], bool], step: float = 0.01) -> bo
     return True
 
 
+async def workers_done(app: SglaunchApp) -> None:
+    """Every worker ended. One cancelled by a newer one of its exclusive group (the model
+    read again for another release) is not a failure: its successor is waited for."""
+    from textual.worker import WorkerCancelled
+
+    deadline = time.monotonic() + PATIENCE_S
+    while True:
+        try:
+            await app.workers.wait_for_complete()
+            return
+        except WorkerCancelled:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.01)  # the event loop takes the cancelled one off the list
+
+
 async def settle_app(app: SglaunchApp, pilot) -> None:  # type: ignore[no-untyped-def]
     """Workers done, and sglang's (fake) verdict in whenever it can be asked."""
     # the GPU probe and the model load start after the first frame: on a loaded machine
     # that frame may not be painted yet, and then there is no worker to wait for
     await wait_until(pilot, lambda: app.first_frame_at is not None)
-    await app.workers.wait_for_complete()
+    await workers_done(app)
     deadline = time.monotonic() + PATIENCE_S
     while app.session.model_pending and time.monotonic() < deadline:
         await pilot.pause(0.01)
-        await app.workers.wait_for_complete()
+        await workers_done(app)
     await pilot.pause()
 
     def verdict_in() -> bool:
@@ -123,5 +140,5 @@ async def settle_app(app: SglaunchApp, pilot) -> None:  # type: ignore[no-untype
     deadline = time.monotonic() + PATIENCE_S
     while not verdict_in() and time.monotonic() < deadline:
         await pilot.pause(0.02)
-        await app.workers.wait_for_complete()
+        await workers_done(app)
     await pilot.pause()

@@ -376,7 +376,8 @@ async def test_the_launch_pane_shows_the_interpreter_and_folder_that_run() -> No
         await settle_app(app, pilot)
         shown = plain(app.main.query_one("#command"))
         assert "/opt/sgl/bin/python -m sglang.launch_server" in shown
-        assert "sglaunch/examples/minicpm-sala" in shown and "<example:" not in shown
+        # the model the example mirrors (its folder has no weights), never `<example:`
+        assert "--model-path openbmb/MiniCPM-SALA" in shown and "<example:" not in shown
         assert "# example:minicpm-sala" in shown
 
 

@@ -222,8 +222,8 @@ async def test_stale_oracle_answers_are_discarded() -> None:
         editor.post_message(FlagEditor.Edited("tp_size", 2))
         await pilot.pause(0.05)
         editor.post_message(FlagEditor.Edited("tp_size", 4))
-        await pilot.pause(0.05)
-        await settle(app, pilot)
+        # the first question's worker, cancelled by the second, ends after the fake's 0.3 s
+        # delay: waiting on it before then would raise WorkerCancelled
         await pilot.pause(0.5)
         await settle(app, pilot)
         # the verdict shown is for the latest flags, never an older request's

@@ -6,7 +6,7 @@ from textual.widgets import DataTable
 
 from sglaunch.tui.screens.layouts import LayoutsScreen, layout_fix
 from sglaunch.tui.widgets.memory import MemoryPanel
-from tests.tui.conftest import make_app, plain, settle_app
+from tests.tui.conftest import make_app, plain, settle_app, told
 from tests.tui.test_defects import paste
 
 THROUGHPUT_LINE = (
@@ -88,3 +88,59 @@ def test_a_layouts_fix_before_0_5_22_keeps_the_old_spelling_of_attention_dp() ->
     # 0.5.21 has no --attn-dp-size: attention DP 2 is --enable-dp-attention --dp-size 2
     assert dict(fix.set) == {"tp_size": 4, "dp_size": 2, "enable_dp_attention": True}
     assert "enable_dp_attention" not in fix.unset and "dp_size" not in fix.unset
+
+
+async def test_the_panel_never_says_fits_beside_a_rejected_line() -> None:
+    app = make_app(
+        gpu_spec="H100x4",
+        model="example:minicpm-sala",
+        argv=["--tp", "4", "--enable-dp-attention", "--dp-size", "4"],
+    )
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle_app(app, pilot)
+        plan = app.memory_plan()
+        assert plan is not None and plan.verdict == "fits"  # the memory alone would
+        errors = [f for f in app.verdict.findings if f.is_error]
+        assert [f.code for f in errors] == ["minicpm-dp-attention"]
+        text = plain(app.main.query_one(MemoryPanel))
+        assert "plan only: line rejected" in text and errors[0].message in text
+        assert "fits" not in text
+        facts = plain(app.main.query_one("#facts-line"))
+        assert "plan only" in facts and "(fits)" not in facts
+        # the fix clears the error, and the memory verdict comes back
+        app.apply_fix(errors[0].fixes[0])
+        await pilot.pause()
+        text = plain(app.main.query_one(MemoryPanel))
+        assert "fits" in text and "rejected" not in text
+
+
+async def test_the_layouts_table_counts_per_replica_and_in_total_and_picking_says_so() -> None:
+    app = make_app(gpu_spec="H100x4", model="example:minicpm-sala")
+    async with app.run_test(size=(200, 50)) as pilot:
+        await settle_app(app, pilot)
+        await pilot.press("m")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, LayoutsScreen)
+        table = screen.query_one(DataTable)
+        labels = [str(c.label) for c in table.columns.values()]
+        per = labels.index("KV tokens/replica")
+        total = labels.index("KV tokens total")
+        for i, layout in enumerate(screen.layouts):
+            row = [str(c) for c in table.get_row_at(i)]
+            tokens = layout.plan.max_total_num_tokens
+            assert tokens is not None
+            # one format for every count, millions included
+            assert row[per] == f"{tokens:,}"
+            assert row[total] == f"{tokens * layout.dp * layout.attn_dp:,}"
+        assert any(
+            (layout.plan.max_total_num_tokens or 0) >= 10_000_000 for layout in screen.layouts
+        )
+        choice = next(
+            i for i, layout in enumerate(screen.layouts) if (layout.tp, layout.dp) == (2, 2)
+        )
+        table.move_cursor(row=choice)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert told(app)[-1] == "Layout applied: --tp-size 2 --dp-size 2"
+        assert (app.session.flags.get("tp_size"), app.session.flags.get("dp_size")) == (2, 2)

@@ -2,7 +2,7 @@
 
 models × flag sets × GPUs × SGLANG_MINICPM_FORCE_DENSE × sglang 0.5.19–0.5.23 — the
 expected outcome of each case is written out below from
-../shared/reference/sglang-0.5.23-resolution.md ("The MiniCPM rules, exactly") and
+docs/reference/sglang-0.5.23-resolution.md ("The MiniCPM rules, exactly") and
 from each release's srt/arg_groups/model_overrides/minicpm*.py, one function per
 table row, independent of the rule code. What differs by release: before 0.5.22
 the DP rule tests --enable-dp-attention itself and --attn-dp-size does not exist;

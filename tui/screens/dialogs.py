@@ -26,6 +26,7 @@ from textual.widgets import (
 )
 from textual.widgets.option_list import Option
 
+from sglaunch.display import shown_value
 from sglaunch.errors import UserError
 from sglaunch.examples import EXAMPLES
 from sglaunch.facts.presets import PRESETS
@@ -179,6 +180,16 @@ class OpenModelScreen(ModalScreen[str | None]):
         self.dismiss(None)
 
 
+def no_gpu_line(real: GpuFacts | None) -> str:
+    """The GPU dialog's first line when there is no GPU to choose: why not."""
+    if real is None:  # a --gpu preset, or the probe has not answered yet
+        return "Planning mode: this machine's GPUs were not probed."
+    why = (real.status or "").split(" — ")[0]
+    if not why or why.startswith("planning mode"):
+        return "No GPU was found on this machine."
+    return f"No GPU was found on this machine: {why}."
+
+
 class GpuScreen(ModalScreen["GpuChoice | None"]):
     """Pick which GPUs to use (CUDA_VISIBLE_DEVICES), or a planning preset."""
 
@@ -210,7 +221,10 @@ class GpuScreen(ModalScreen["GpuChoice | None"]):
                     ],
                     id="gpu-select",
                 )
-            yield Static(Text("…or plan for a machine you do not have:", style="dim"))
+                yield Static(Text("…or plan for a machine you do not have:", style="dim"))
+            else:
+                yield Static(Text(no_gpu_line(self.real), style="yellow"), id="gpu-none")
+                yield Static(Text("Plan for one of these machines:", style="dim"))
             current = (
                 (self.gpu.preset or "H100x8").split("x")[0]
                 if self.gpu.mode is GpuMode.PLANNING
@@ -379,7 +393,8 @@ class ResolvedScreen(ModalScreen[None]):
                 shown = "(unset)" if asked is None else f"(unset: default {asked})"
             else:
                 shown = "(unset)" if asked is None else str(asked)
-            out.append((field, shown, str(value)))
+            # a list of ~60 batch sizes would push every other field out of view
+            out.append((field, shown_value(shown, field), shown_value(value, field)))
         return out or [("—", "nothing changes", "—")]
 
     def _table(self) -> Table:

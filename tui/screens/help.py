@@ -18,12 +18,55 @@ FOCUS_ORDER = (
 )
 
 
+# Textual's own keys worth listing; its scrolling, cursor and text-editing keys are not
+TEXTUAL_KEPT = frozenset({"quit", "command_palette"})
+# moving about: every list and field has them, and FOCUS_ORDER says how focus moves
+NAVIGATION = frozenset(
+    {
+        "up",
+        "down",
+        "left",
+        "right",
+        "home",
+        "end",
+        "pageup",
+        "pagedown",
+        "ctrl+pageup",
+        "ctrl+pagedown",
+        "tab",
+        "shift+tab",
+    }
+)
+
+
+def _declared_by_sglaunch(node: object, binding: Binding) -> bool:
+    """Whether the class that declares `binding` (on `node`'s class or a base) is ours."""
+    for cls in type(node).__mro__:
+        for declared in cls.__dict__.get("BINDINGS", ()):
+            if (
+                isinstance(declared, Binding)
+                and declared.action == binding.action
+                and declared.description == binding.description
+            ):
+                return cls.__module__.startswith("sglaunch.")
+    return False
+
+
+def meaningful(node: object, binding: Binding) -> bool:
+    """A key the help lists: one of sglaunch's own, or quitting and the palette."""
+    if binding.key in NAVIGATION:
+        return False
+    return binding.action in TEXTUAL_KEPT or _declared_by_sglaunch(node, binding)
+
+
 def key_rows(screen: Screen[object]) -> list[tuple[str, str]]:
-    """(keys, what they do) for every shown, enabled binding active on `screen`."""
+    """(keys, what they do) for every meaningful, enabled binding active on `screen`."""
     seen: dict[str, list[str]] = {}
     for active in screen.active_bindings.values():
         binding = active.binding
         if not active.enabled or not binding.description:
+            continue
+        if not meaningful(active.node, binding):
             continue
         keys = seen.setdefault(binding.description, [])
         shown = screen.app.get_key_display(binding)

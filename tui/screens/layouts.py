@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -12,7 +13,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
-from sglaunch.tui.widgets.memory import VERDICT_STYLE, tokens_text
+from sglaunch.memory.api import count_text
+from sglaunch.tui.widgets.memory import VERDICT_STYLE
 from sglaunch.validators.findings import Fix
 
 if TYPE_CHECKING:
@@ -46,6 +48,15 @@ def layout_fix(layout: Layout) -> Fix:
             *(() if old else ("enable_dp_attention",)),
         ),
     )
+
+
+def layout_applied(fix: Fix, cli_name: Callable[[str], str]) -> str:
+    """The toast for a picked layout: the flags it set, as on a command line."""
+    words = [
+        cli_name(dest) if value is True else f"{cli_name(dest)} {value}"
+        for dest, value in fix.set.items()
+    ]
+    return "Layout applied: " + (" ".join(words) or "tp 1 × dp 1 × pp 1 (sglang's defaults)")
 
 
 class LayoutsScreen(ModalScreen["Fix | None"]):
@@ -87,15 +98,16 @@ class LayoutsScreen(ModalScreen["Fix | None"]):
             "attn DP",
             "GPUs",
             "weights/GPU",
-            "KV tokens",
-            "full-ctx reqs",
+            # one replica's pool (a DP or attention-DP rank's) and all of them together
+            "KV tokens/replica",
+            "KV tokens total",
+            "full-ctx reqs total",
             "verdict",
         )
         for i, layout in enumerate(self.layouts):
             plan = layout.plan
             here = (layout.tp, layout.dp, layout.pp, layout.attn_dp) == self.current
             weights = f"{plan.weights_bytes / GIB:.1f} GiB" if plan.weights_bytes else "?"
-            reqs = layout.full_context_requests
             verdict = layout.verdict + (" ◀ now" if here else "")
             table.add_row(
                 str(layout.tp),
@@ -104,8 +116,9 @@ class LayoutsScreen(ModalScreen["Fix | None"]):
                 str(layout.attn_dp),
                 str(layout.gpus),
                 weights,
-                tokens_text(plan.max_total_num_tokens),
-                "?" if reqs is None else str(reqs),
+                count_text(layout.kv_tokens_per_replica),
+                count_text(layout.kv_tokens_total),
+                count_text(layout.full_context_requests_total),
                 Text(verdict, style=VERDICT_STYLE.get(layout.verdict, "")),
                 key=str(i),
             )

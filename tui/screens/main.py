@@ -15,7 +15,9 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
+from textual.widgets._header import HeaderTitle
 
+from sglaunch.display import fit_title
 from sglaunch.flags.schema import FlagSchema
 from sglaunch.secrets import Masker, secret_values
 from sglaunch.session import LaunchSession
@@ -28,11 +30,13 @@ from sglaunch.validators.findings import Finding, Severity
 from sglaunch.verdict import Tone, Verdict
 
 if TYPE_CHECKING:
+    from sglaunch.program import LaunchPython
     from sglaunch.validators.memory.plan import MemoryPlan
 
 TONE_STYLE = {Tone.PENDING: "dim", Tone.OK: "green", Tone.WARN: "yellow", Tone.ERROR: "red"}
 # F6 / shift+F6 cycle these, in this order (Tab walks every control in between)
 PANELS = ("#flag-search", "#flag-table", "#finding-list")
+TITLED = ("#gpu-panel", "#memory-panel", "#model-panel", "#flag-editor", "#findings", "#command")
 
 
 def flags_title(schema: FlagSchema, version_label: str | None = None) -> str:
@@ -45,7 +49,8 @@ def blocked_reason(session: LaunchSession, verdict: Verdict) -> str | None:
     if session.model is None:
         if session.model_pending:
             return f"loading {session.model_pending}…"
-        return "open a model first (ctrl+o)"
+        if not session.model_note:  # a repo sglang will download may launch unread
+            return "open a model first (ctrl+o)"
     errors = verdict.errors
     if errors:
         more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
@@ -58,24 +63,44 @@ def title_text(session: LaunchSession) -> str:
     return f"sglaunch · {name}{' *' if session.dirty else ''}"
 
 
-def subtitle_text(session: LaunchSession, verdict: Verdict) -> str:
+def subtitle_text(
+    session: LaunchSession, verdict: Verdict, launch: LaunchPython | None = None
+) -> str:
     if session.model_pending:
         return f"loading {session.model_pending}…"
     model = session.model
+    if model is None and session.model_note and session.model_source:
+        errors = len(verdict.errors)
+        return f"{session.model_source} · config not read (not in the local cache) · " + (
+            f"{errors} error{'s' if errors != 1 else ''}" if errors else "launchable unchecked"
+        )
     if model is None:
         if session.model_error:
             return "model not loaded · ctrl+o to open another"
         return "no model loaded · ctrl+o to open one"
     errors = len(verdict.errors)
     return f"{model.source} · " + (
-        f"{errors} error{'s' if errors != 1 else ''}" if errors else "ready to launch"
+        f"{errors} error{'s' if errors != 1 else ''}" if errors else _ready(launch)
     )
 
 
-def facts_line(session: LaunchSession) -> Text:
-    """The narrow layout's one-line stand-in for the GPU and model panels."""
+def _ready(launch: LaunchPython | None) -> str:
+    """Never a bare "ready to launch" while the Python that launches is in doubt."""
+    if launch is None:
+        return "ready to launch"
+    if launch.concern:
+        return f"! {launch.concern} · {launch.line}"
+    return f"ready to {launch.line}"
+
+
+def facts_line(session: LaunchSession, memory: str = "") -> Text:
+    """The narrow layout's one-line stand-in for the GPU, memory and model panels."""
     gpu = session.gpu
-    parts = [gpu.describe() + (" (planning)" if gpu.mode is GpuMode.PLANNING else "")]
+    # "NVIDIA" says nothing here: the 80 columns are better spent on the memory summary
+    described = gpu.describe().replace("NVIDIA ", "")
+    parts = [described + (" (planning)" if gpu.mode is GpuMode.PLANNING else "")]
+    if memory:  # before the model's details: at 80 columns the line's end is cut off
+        parts.append(memory)
     m = session.model
     if m is not None:
         parts.append(m.architecture)
@@ -125,6 +150,11 @@ class MainScreen(Screen[None]):
         super().__init__()
         self.schema = schema
         self._shown = _Shown()
+        # panel titles as set (full) and as shown (fitted to the panel's width)
+        self._full_titles: dict[str, str] = {}
+        self._fitted_titles: dict[str, str] = {}
+        self._facts = Text()  # the narrow layout's facts line, whole
+        self._facts_keep = 1
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
@@ -168,17 +198,24 @@ class MainScreen(Screen[None]):
         if preview != self._shown.preview:
             self._shown.preview = preview
             self.query_one(CommandPreview).show(preview[1], mode=preview[0])
-        self.query_one(MemoryPanel).show(plan)
-        line = facts_line(session)
-        if plan is not None:
-            line.append(" · " + one_line(plan))
-        self.query_one("#facts-line", Static).update(line)
+        self.query_one(MemoryPanel).show(plan, verdict.findings)
+        memory = one_line(plan, verdict.findings) if plan is not None else ""
+        self._facts = facts_line(session, memory)
+        self._facts_keep = 2 if memory else 1  # the GPUs and the memory summary stay
+        self.query_one("#facts-line", Static).update(self._facts)
         findings.set_verdict(Text(verdict.status, style=TONE_STYLE[verdict.tone]))
         findings.set_launch(blocked_reason(session, verdict))
+        self.fit_titles()
 
     def render_model(self, session: LaunchSession) -> None:
         trust = bool(session.flags.get("trust_remote_code"))
-        key = (id(session.model), session.model_pending, session.model_error, trust)
+        key = (
+            id(session.model),
+            session.model_pending,
+            session.model_error,
+            session.model_note,
+            trust,
+        )
         if key == self._shown.model:
             return
         self._shown.model = key
@@ -190,6 +227,8 @@ class MainScreen(Screen[None]):
             panel.show_error(session.model_error, kept=kept)
         elif session.model is not None:
             panel.show(session.model, trust_remote_code=trust)
+        elif session.model_note:
+            panel.show_not_cached(session.model_note)
         else:
             panel.show_empty()
 
@@ -198,3 +237,45 @@ class MainScreen(Screen[None]):
 
     def set_flags_title(self, text: str) -> None:
         self.query_one(FlagEditor).border_title = text
+        self.fit_titles()
+
+    def on_mount(self) -> None:
+        self.watch(self.app, "sub_title", lambda: self.fit_titles(), init=False)
+        self.watch(self.app, "title", lambda: self.fit_titles(), init=False)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self.fit_titles)
+
+    def _fit_header(self) -> None:
+        """The header's subtitle within the header: its last (least important) ` · ` parts
+        go first, so no word is cut."""
+        title, full = self.app.title, self.app.sub_title
+        width = self.query_one(HeaderTitle).size.width - len(title) - len(" — ")
+        if width <= 0 or len(full) <= width:
+            self.sub_title = None  # the app's, whole
+        else:
+            self.sub_title = fit_title(full, width)
+
+    def fit_titles(self) -> None:
+        """Each panel's title within its border: Textual cuts a long one mid-word, so the
+        less important ` · ` parts go first, then words, with an ellipsis."""
+        self._fit_header()
+        facts = self.query_one("#facts-line", Static)
+        if facts.size.width > 0:  # shown (narrow): its last parts go first, then words
+            fitted = fit_title(self._facts.plain, facts.size.width, keep=self._facts_keep)
+            facts.update(self._facts if fitted == self._facts.plain else Text(fitted, "dim"))
+        for selector in TITLED:
+            widget = self.query_one(selector)
+            title = widget.border_title
+            if not title or "[" in title:  # markup: left to Textual
+                continue
+            if title == self._fitted_titles.get(selector):
+                title = self._full_titles.get(selector, title)  # still the one fitted
+            width = widget.outer_size.width - 4  # the corners and a space each side
+            if width <= 0:
+                continue
+            shown = fit_title(title, width)
+            self._full_titles[selector] = title
+            self._fitted_titles[selector] = shown
+            if shown != widget.border_title:
+                widget.border_title = shown

@@ -13,6 +13,7 @@ from textual.message import Message
 from textual.widgets import Button, OptionList, Static
 from textual.widgets.option_list import Option
 
+from sglaunch.display import shorten_lines
 from sglaunch.validators.findings import Finding, Severity
 
 MARKS = {
@@ -73,6 +74,7 @@ class FindingsPanel(Vertical):
         self.findings: list[Finding] = []
         # what each line of the list is: a finding, or None for the overrides' summary
         self._rows: list[Finding | None] = []
+        self._blocked_by = ""  # why the launch button is off, whole
 
     class LaunchPressed(Message):
         pass
@@ -92,8 +94,19 @@ class FindingsPanel(Vertical):
         button = self.query_one("#launch-button", Button)
         button.disabled = blocked_by is not None
         button.tooltip = blocked_by
+        self._blocked_by = blocked_by or ""
+        self._show_reason()
+
+    def _show_reason(self) -> None:
+        # two lines at most (the CSS's max-height): cut at a word's end with an ellipsis,
+        # not mid-word by the border; the button's tooltip has it whole
         reason = self.query_one("#launch-reason", Static)
-        reason.update(Text(blocked_by or "", style="red"))
+        width = reason.size.width
+        text = shorten_lines(self._blocked_by, width, 2) if width > 0 else self._blocked_by
+        reason.update(Text(text, style="red"))
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._show_reason)
 
     @on(Button.Pressed, "#launch-button")
     def _launch(self, event: Button.Pressed) -> None:

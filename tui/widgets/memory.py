@@ -7,6 +7,7 @@ the parallel layouts that fit.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rich.console import Group as RichGroup
@@ -15,13 +16,22 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
+from sglaunch.memory.api import REJECTED, line_verdict, rejection
 from sglaunch.tui.widgets.panels import bar
 
 if TYPE_CHECKING:
+    from sglaunch.validators.findings import Finding
     from sglaunch.validators.memory.plan import MemoryPlan
 
 GIB = 1024**3
-VERDICT_STYLE = {"fits": "bold green", "tight": "bold yellow", "does-not-fit": "bold red"}
+VERDICT_STYLE = {
+    "fits": "bold green",
+    "tight": "bold yellow",
+    "does-not-fit": "bold red",
+    REJECTED: "bold red",
+}
+# what the panel says for a line a rule rejects: its numbers are a plan, not a promise
+PLAN_ONLY = "plan only: line rejected"  # the panel is ~28 columns wide
 SHORT = {
     "GPU total": "total",
     "start-up (CUDA/NCCL)": "start-up",
@@ -68,20 +78,29 @@ def plan_lines(plan: MemoryPlan, width: int = 10) -> list[RenderableType]:
 
 
 class MemoryPanel(Static):
-    def show(self, plan: MemoryPlan | None) -> None:
+    def show(self, plan: MemoryPlan | None, findings: Sequence[Finding] = ()) -> None:
+        """`findings`: the line's verdict; with an error standing the panel never says "fits"."""
         if plan is None:
             self.border_title = "memory"
             self.update(Text("the plan needs a model (ctrl+o)", style="dim"))
             return
         k = plan.knobs
         self.border_title = f"memory/GPU · tp {k.tp} · m: layouts"
-        verdict = Text(plan.verdict, style=VERDICT_STYLE.get(plan.verdict, "bold"))
-        self.set_class(plan.verdict == "does-not-fit", "-error")
-        self.update(RichGroup(verdict, *plan_lines(plan)))
+        verdict = line_verdict(plan, findings)
+        shown = PLAN_ONLY if verdict == REJECTED else verdict
+        head = Text(shown, style=VERDICT_STYLE.get(verdict, "bold"))
+        self.set_class(plan.verdict == "does-not-fit", "-error")  # the border is the memory's
+        lines = plan_lines(plan)
+        first = rejection(findings)
+        if verdict == REJECTED and first is not None:
+            lines.append(Text(first.message, style="red"))
+        self.update(RichGroup(head, *lines))
 
 
-def one_line(plan: MemoryPlan | None) -> str:
+def one_line(plan: MemoryPlan | None, findings: Sequence[Finding] = ()) -> str:
     """The narrow layout's stand-in: the verdict and the KV tokens."""
     if plan is None:
         return ""
-    return f"KV {tokens_text(plan.max_total_num_tokens)} tokens ({plan.verdict})"
+    verdict = line_verdict(plan, findings)
+    shown = PLAN_ONLY if verdict == REJECTED else verdict
+    return f"KV {tokens_text(plan.max_total_num_tokens)} tokens ({shown})"

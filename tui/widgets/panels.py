@@ -50,7 +50,12 @@ class GpuPanel(Static):
                     Text.assemble(
                         (f"{gpu.count}× {short_name(d.name)}", "bold"),
                         (
-                            f"\n{d.arch} {d.sm} · {gib(d.memory_total)} GiB each · CUDA {gpu.cuda_version}",
+                            f"\n{d.arch} {d.sm} · {gib(d.memory_total)} GiB each · "
+                            + (
+                                f"CUDA {gpu.cuda_version} assumed"
+                                if gpu.versions_assumed
+                                else f"CUDA {gpu.cuda_version}"
+                            ),
                             "dim",
                         ),
                     )
@@ -115,6 +120,18 @@ class ModelPanel(Static):
                 (message, "red"),
                 (still, "yellow"),
                 ("\nctrl+o to open another model", "dim"),
+            )
+        )
+
+    def show_not_cached(self, note: str) -> None:
+        """The launch's model is a repo sglang will download: checked without its config."""
+        self.set_class(False, "-error")
+        self.update(
+            Text.assemble(
+                ("! ", "bold yellow"),
+                (note, "yellow"),
+                ("\nthe rules that need the model's shape are skipped", "dim"),
+                ("\nctrl+o to open a local copy instead", "dim"),
             )
         )
 

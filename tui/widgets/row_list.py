@@ -8,6 +8,8 @@ so changing one value re-renders one row. Reusable: it knows nothing of flags.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -55,6 +57,20 @@ class RowHeader(Widget):
             [Segment(t, self.rich_style + s if s else self.rich_style, c) for t, s, c in strip],
             strip.cell_length,
         ).adjust_cell_length(width, self.rich_style)
+
+
+class _LazyTexts(dict[str, Text]):
+    """Row texts made on first use: a frame shows ~50 of 500+ rows, so the rest wait."""
+
+    def __init__(self, make: Callable[[str], Text] | None = None) -> None:
+        super().__init__()
+        self.make = make
+
+    def __missing__(self, key: str) -> Text:
+        if self.make is None:
+            raise KeyError(key)
+        text = self[key] = self.make(key)
+        return text
 
 
 class RowList(ScrollView, can_focus=True):
@@ -112,7 +128,7 @@ class RowList(ScrollView, can_focus=True):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self._keys: list[str] = []
-        self._texts: dict[str, Text] = {}
+        self._texts: _LazyTexts = _LazyTexts()
         self._index: dict[str, int] = {}
         self._skip: set[str] = set()  # rows the cursor passes over (headings)
         self._cache: dict[tuple[str, int], Strip] = {}
@@ -130,9 +146,17 @@ class RowList(ScrollView, can_focus=True):
     def cursor_key(self) -> str | None:
         return self._keys[self.cursor] if 0 <= self.cursor < len(self._keys) else None
 
-    def set_rows(self, rows: list[tuple[str, Text]], *, skip: set[str] | None = None) -> None:
+    def set_rows(
+        self,
+        rows: list[tuple[str, Text | None]],
+        *,
+        skip: set[str] | None = None,
+        make: Callable[[str], Text] | None = None,
+    ) -> None:
+        """The rows, in order; a row whose text is None gets `make(key)` when first drawn."""
         self._keys = [k for k, _ in rows]
-        self._texts = dict(rows)
+        self._texts = _LazyTexts(make)
+        self._texts.update((k, t) for k, t in rows if t is not None)
         self._index = {k: i for i, k in enumerate(self._keys)}
         self._skip = set(skip or ())
         self._cache.clear()

@@ -42,6 +42,22 @@ class Layout:
         return "does-not-fit" if self.blocking else self.plan.verdict
 
     @property
+    def replicas(self) -> int:
+        """KV pools that serve requests side by side: each DP replica and each attention-DP
+        rank has a scheduler and a pool of its own; PP stages and TP ranks share one."""
+        return self.dp * self.attn_dp
+
+    @property
+    def kv_tokens_per_replica(self) -> int | None:
+        """sglang's max_total_num_tokens: what one replica's pool holds."""
+        return self.plan.max_total_num_tokens
+
+    @property
+    def kv_tokens_total(self) -> int | None:
+        tokens = self.plan.max_total_num_tokens
+        return None if tokens is None else tokens * self.replicas
+
+    @property
     def full_context_requests(self) -> int | None:
         """Requests of full context length the pool holds at once (per replica)."""
         tokens = self.plan.usable_tokens
@@ -49,6 +65,11 @@ class Layout:
         if tokens is None or mrr is None:
             return None
         return min(mrr, tokens // max(self.plan.knobs.context_len, 1))
+
+    @property
+    def full_context_requests_total(self) -> int | None:
+        reqs = self.full_context_requests
+        return None if reqs is None else reqs * self.replicas
 
     def flags(self) -> dict[str, Any]:
         """The parallel flags of this layout, spelled as its release spells them."""
@@ -62,7 +83,11 @@ class Layout:
             dp=self.dp,
             pp=self.pp,
             attn_dp=self.attn_dp,
+            replicas=self.replicas,
+            kv_tokens_per_replica=self.kv_tokens_per_replica,
+            kv_tokens_total=self.kv_tokens_total,
             full_context_requests=self.full_context_requests,
+            full_context_requests_total=self.full_context_requests_total,
             blocking=list(self.blocking),
             flags=self.flags(),
         )

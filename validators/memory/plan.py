@@ -250,6 +250,39 @@ def _mamba_inputs(k: Knobs, shapes: ModelShapes) -> tuple[MambaInputs | None, in
     )
 
 
+def _cells(k: Knobs, shapes: ModelShapes, kv: KvDtype) -> list[Cell]:
+    """The KV cell of each PP stage's layers. Raises CellError."""
+    whole = shapes.family == SWA and not memory_since(k.release, SWA_POOL_PER_STAGE)
+    return [
+        cell_size(
+            shapes,
+            kv,
+            kv_flag=k.kv_cache_dtype,
+            attn_tp=k.attn_tp,
+            layer_range=(0, shapes.num_layers)
+            if whole
+            else pp_layer_range(shapes.num_layers, rank, k.pp),
+            swa_full_tokens_ratio=k.swa_full_tokens_ratio,
+        )
+        for rank in range(k.pp)
+    ]
+
+
+def _cell_alone(k: Knobs, shapes: ModelShapes | None) -> tuple[KvDtype | None, float | None]:
+    """The KV dtype and the largest stage's cell: the model's and the flags', so known even
+    when the budget is not (the weights do not fit, the pool is empty)."""
+    if shapes is None or shapes.problems or k.pp > max(shapes.num_layers, 1):
+        return None, None
+    try:
+        kv = resolve_kv_dtype(k.kv_cache_dtype, shapes)
+    except CellError:
+        return None, None
+    try:
+        return kv, max(c.bytes_per_token for c in _cells(k, shapes, kv))
+    except CellError:
+        return kv, None
+
+
 def _tokens(k: Knobs, shapes: ModelShapes, kv: KvDtype, pre_gib: float, weights: int) -> _Tokens:
     """Budget → per-stage tokens → the user cap and PP minimum. Raises PoolError/CellError."""
     mamba, per_req = _mamba_inputs(k, shapes)
@@ -260,21 +293,10 @@ def _tokens(k: Knobs, shapes: ModelShapes, kv: KvDtype, pre_gib: float, weights:
         mm_reservation_gib=k.mm_reservation_gib,
         mamba=mamba,
     )
-    cells: list[Cell] = []
+    cells = _cells(k, shapes, kv)
     per_stage: list[int] = []
     full_ids = shapes.full_layer_ids
-    whole = shapes.family == SWA and not memory_since(k.release, SWA_POOL_PER_STAGE)
-    for rank in range(k.pp):
-        lr = (0, shapes.num_layers) if whole else pp_layer_range(shapes.num_layers, rank, k.pp)
-        cell = cell_size(
-            shapes,
-            kv,
-            kv_flag=k.kv_cache_dtype,
-            attn_tp=k.attn_tp,
-            layer_range=lr,
-            swa_full_tokens_ratio=k.swa_full_tokens_ratio,
-        )
-        cells.append(cell)
+    for cell in cells:
         kv_elsewhere = cell.bytes_per_token == 0 and bool(full_ids) and k.pp > 1
         zero = INT64_MAX if kv_elsewhere else (k.max_total_tokens or k.context_len)
         per_stage.append(
@@ -487,6 +509,8 @@ def _finish(
     cell = None
     if r is not None and r.cells:
         cell = max(c.bytes_per_token for c in r.cells)
+    else:
+        kv, cell = _cell_alone(k, shapes)
     return MemoryPlan(
         knobs=k,
         gpu_total_bytes=b.total_bytes,
