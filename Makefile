@@ -14,24 +14,53 @@ RELEASE_PYTHONS := $(foreach v,$(TEST_RELEASES),$(CURDIR)/.venv-sglang-$(v)/bin/
 # (__pycache__/ is git-ignored), the way a user's own installation has it.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: run test test-gpu lint typecheck imports format bench screenshots schema clean
+.PHONY: run test test-fast envs slurm-up slurm-down slurm-status test-gpu lint typecheck imports format bench screenshots schema clean
 
 run: $(VENV)/.installed
 	$(VENV)/bin/sglaunch $(ARGS)
 
-# The oracle tests run sglang's real resolution, so the test target builds the
-# CPU sglang environments (torch 2.13 CPU + sglang 0.5.23, and 0.5.19 and 0.5.21 for
-# the differential corpus; ~1.5 GB and about a minute each, once).
-test: $(VENV)/.installed $(SGLANG_ENV)/.installed $(RELEASE_ENVS)
+# The tests by tier (tests/README.md): unit and functional (no server, no sglang), sglang
+# (sglang's own code in the CPU sglang environments) run on both cores with pytest-xdist;
+# process (servers, services, process trees) runs after them on its own, since ports,
+# process trees and timing-sensitive monitors do not share the machine well.
+PYTEST_WORKERS ?= 2
+SGLANG_VARS = SGLAUNCH_SGLANG_PYTHON=$(CURDIR)/$(SGLANG_ENV)/bin/python \
+	SGLAUNCH_SGLANG_PYTHONS="$(RELEASE_PYTHONS)"
+
+# The CPU sglang environments the sglang and process tiers run: torch 2.13 CPU + sglang 0.5.23,
+# and 0.5.19 and 0.5.21 for the differential corpora (~1.5 GB and about a minute each, once).
+envs: $(VENV)/.installed $(SGLANG_ENV)/.installed $(RELEASE_ENVS)
+
+test: envs
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(MAKE) --no-print-directory typecheck imports
-	SGLAUNCH_SGLANG_PYTHON=$(CURDIR)/$(SGLANG_ENV)/bin/python \
-	SGLAUNCH_SGLANG_PYTHONS="$(RELEASE_PYTHONS)" $(VENV)/bin/pytest $(PYTEST_ARGS)
+	$(SGLANG_VARS) $(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadgroup \
+		tests/unit tests/functional tests/sglang $(PYTEST_ARGS)
+	$(SGLANG_VARS) scripts/slurm/cluster.sh around $(VENV)/bin/pytest tests/process $(PYTEST_ARGS)
+
+# For contributors: every test that starts no server and no sglang interpreter (the unit and
+# functional tiers: rules, memory arithmetic, flags, profiles, facts, the session, the CLI,
+# the TUI with fakes), on both cores; no sglang environment needed.
+test-fast: $(VENV)/.installed
+	env -u SGLAUNCH_SGLANG_PYTHON -u SGLAUNCH_SGLANG_PYTHONS \
+		$(VENV)/bin/pytest -n $(PYTEST_WORKERS) tests/unit tests/functional $(PYTEST_ARGS)
+
+# The Slurm tests' two-node cluster on this machine (root: network namespaces, daemons;
+# Debian's slurm-wlm and munge from apt the first time). `make test` starts it around the
+# process tier and stops it after; these keep one running between test runs.
+slurm-up:
+	scripts/slurm/cluster.sh up
+
+slurm-down:
+	scripts/slurm/cluster.sh down
+
+slurm-status:
+	scripts/slurm/cluster.sh status && echo "the Slurm test cluster is up; $$(scripts/slurm/cluster.sh env)"
 
 # On a machine with an NVIDIA GPU: the tests marked `gpu` (they fail, not skip, without one).
 test-gpu: $(VENV)/.installed $(SGLANG_ENV)/.installed
-	SGLAUNCH_SGLANG_PYTHON=$(CURDIR)/$(SGLANG_ENV)/bin/python $(VENV)/bin/pytest -m gpu $(PYTEST_ARGS)
+	SGLAUNCH_SGLANG_PYTHON=$(CURDIR)/$(SGLANG_ENV)/bin/python $(VENV)/bin/pytest -m gpu tests/sglang $(PYTEST_ARGS)
 
 lint:
 	$(VENV)/bin/ruff check .
@@ -62,7 +91,8 @@ screenshots: $(VENV)/.installed
 	$(VENV)/bin/python scripts/make_screenshots.py
 
 # Regenerate the bundled facts (flag schema, model types) of every supported release from
-# its CPU sglang environment, and where each release has the lines the rules cite.
+# its CPU sglang environment, where each release has the lines the rules cite, and the
+# catalogue of every error its argument resolution can raise (scripts/sglang_errors.py).
 schema: $(SGLANG_ENV)/.installed $(foreach v,$(ALL_RELEASES),.venv-sglang-$(v)/.installed)
 	$(SGLANG_ENV)/bin/python sglaunch/flags/extract.py --no-help -o sglaunch/flags/data/schema-0.5.23.json
 	$(SGLANG_ENV)/bin/python sglaunch/facts/extract_model_types.py -o sglaunch/facts/data/model-types-0.5.23.json
@@ -73,6 +103,7 @@ schema: $(SGLANG_ENV)/.installed $(foreach v,$(ALL_RELEASES),.venv-sglang-$(v)/.
 	$(VENV)/bin/python scripts/sglang_lines.py -o validators/sourcelines_table.py \
 		--src 0.5.23=$$($(SGLANG_ENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') \
 		$(foreach v,$(ALL_RELEASES),--src $(v)=$$(.venv-sglang-$(v)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'))
+	$(VENV)/bin/python scripts/sglang_errors.py -o sglaunch/catalogue/data/errors.json.gz --src 0.5.23=$$($(SGLANG_ENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') $(foreach v,$(ALL_RELEASES),--src $(v)=$$(.venv-sglang-$(v)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'))
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)

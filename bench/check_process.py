@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-BUDGET_S = 0.3
+BUDGET_S = 0.2
 FLAGS = ["--attn-dp-size", "2", "--tp-size", "2"]
 
 

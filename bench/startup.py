@@ -98,7 +98,7 @@ async def keystrokes() -> tuple[list[float], list[float]]:
 
     from sglaunch.tui.widgets.findings import FindingsPanel
     from sglaunch.tui.widgets.flag_editor import FlagEditor
-    from tests.tui.conftest import make_app
+    from tests.support.tui import make_app
 
     renders: list[tuple[float, float]] = []
     original = _compositor.Compositor.render_update

@@ -22,10 +22,10 @@ from sglaunch.runtime import Status  # noqa: E402
 from sglaunch.tui.app import SglaunchApp  # noqa: E402
 from tests.fakes.nvml import H100, FakeNvml, gpu  # noqa: E402
 from tests.fakes.oracle import FakeOracle  # noqa: E402
-from tests.runtime.support import free_tcp_port  # noqa: E402
-from tests.tui.conftest import make_app  # noqa: E402
-from tests.tui.scenes import DP_LINE, focus_findings, open_card, paste, settle  # noqa: E402
-from tests.tui.test_monitor_screen import factory, graph_oom_app  # noqa: E402
+from tests.process.tui.test_monitor_screen import factory, graph_oom_app  # noqa: E402
+from tests.support.processes import free_tcp_port  # noqa: E402
+from tests.support.scenes import DP_LINE, focus_findings, open_card, paste, settle  # noqa: E402
+from tests.support.tui import make_app  # noqa: E402
 
 OUT = ROOT / "screenshots"
 # what NVML would show while the demo server runs: weights + KV pool resident, some load
@@ -108,7 +108,7 @@ def main() -> None:
     os.environ.pop("SGLAUNCH_HOME", None)
     os.environ.pop("XDG_DATA_HOME", None)
     os.environ.pop("XDG_STATE_HOME", None)
-    from tests.tui.scenes import pin_paths
+    from tests.support.scenes import pin_paths
 
     pin_paths(setattr)  # the example's folder, wherever this checkout is
     OUT.mkdir(exist_ok=True)

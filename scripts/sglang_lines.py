@@ -9,7 +9,7 @@ for every such citation this finds the same statement in each other release
 and writes the lines that differ. A statement a release lacks is recorded as
 absent. Where a release says the same thing in different code (the attention-DP
 checks before 0.5.22), `ALTERNATIVES` names that code. Standard library only;
-`tests/oracle/test_source_lines.py` runs the same search on the installed
+`tests/sglang/oracle/test_source_lines.py` runs the same search on the installed
 releases and compares it with the table.
 """
 

@@ -137,6 +137,8 @@ def result_json(
             "preset": gpu.preset or None,
             "status": gpu.status,
             "count": gpu.count,
+            # machines the server spans; `count` is one node's GPUs
+            "nodes": gpu.nodes,
             # a planning preset's versions are assumptions, not this machine's: null here
             "driver_version": None if gpu.versions_assumed else gpu.driver_version,
             "cuda_version": None if gpu.versions_assumed else gpu.cuda_version,

@@ -24,6 +24,7 @@ from sglaunch.checking import build_input
 from sglaunch.errors import UserError
 from sglaunch.facts.gpu import planning_fallback, select_visible
 from sglaunch.facts.model import (
+    bundled_copy_note,
     model_path_for_launch,
     model_path_for_sglang,
     not_cached_note,
@@ -112,6 +113,7 @@ class Snapshot:
     gpus: GpuChoice
     entry: str
     python: str | None
+    nodes: int = 1
 
 
 class LaunchSession:
@@ -137,6 +139,9 @@ class LaunchSession:
         self._probed = probed
         self._planning_default = planning_default
         self._gpu = self._derive_gpu()
+        # the machines chosen for this server (--nodes, the GPU dialog); None: the launch
+        # line's --nnodes says
+        self._nodes: int | None = None
         self.entry: Entry = "launch_server"
         self.python: str | None = None  # the launch's own interpreter (a profile's, a paste's)
         # the interpreter that has sglang, found by sglaunch: used when the launch names none
@@ -183,8 +188,38 @@ class LaunchSession:
 
     @property
     def gpu(self) -> GpuFacts:
-        """The GPUs the checks are for, derived from the choice and what the probe found."""
-        return self._gpu
+        """The GPUs the checks are for, derived from the choice and what the probe found:
+        one node's GPUs, on `nodes` machines."""
+        return self._gpu.on_nodes(self.nodes)
+
+    @property
+    def nodes(self) -> int:
+        """The machines this server spans: as chosen, else the line's --nnodes, else 1."""
+        if self._nodes is not None:
+            return self._nodes
+        from sglaunch.profiles.profile import MAX_NODES  # the profile's own bound
+
+        line = self._flags.get("nnodes")
+        if isinstance(line, int) and not isinstance(line, bool) and 1 <= line <= MAX_NODES:
+            return line
+        return 1
+
+    @property
+    def nodes_chosen(self) -> bool:
+        """Whether the topology was chosen (rather than read from the line's --nnodes)."""
+        return self._nodes is not None
+
+    def set_nodes(self, nodes: int | None) -> Report:
+        """Plan for `nodes` machines, each with these GPUs (None: as the line's --nnodes says).
+        Raises UserError for a count no deployment has."""
+        from sglaunch.profiles.profile import check_nodes  # the profile's own bound
+
+        if nodes is not None:
+            problems = check_nodes(nodes)
+            if problems:
+                raise UserError(f"--nodes: {problems[0][1]}")
+        self._nodes = nodes
+        return self._changed()
 
     @property
     def profile_name(self) -> str | None:
@@ -222,7 +257,7 @@ class LaunchSession:
     def check_input(self) -> CheckInput:
         return build_input(
             self._flags,
-            gpu=self._gpu,
+            gpu=self.gpu,
             model=self.model,
             env=self.check_env(),
             schema=self.schema,
@@ -320,7 +355,7 @@ class LaunchSession:
         was_saved = self._saved is not None and not self.dirty
         self.model_pending = None
         self.model_error = None
-        self.model_note = None
+        self.model_note = bundled_copy_note(source, facts)
         self.model_source = source
         self.model = facts
         if was_saved:
@@ -399,6 +434,9 @@ class LaunchSession:
         self._secrets = dict(profile.secrets)
         self._choice = choice
         self._gpu = self._derive_gpu()
+        # a profile of one node leaves the topology to its line's --nnodes (profiles saved
+        # before they had `nodes` said it only there)
+        self._nodes = profile.nodes if profile.nodes != 1 else None
         self.entry = profile.entry
         self.python = profile.sglang_python
         self.issues = []
@@ -466,6 +504,7 @@ class LaunchSession:
             entry=self.entry,
             notes=base.notes if base is not None else "",
             validated=validated or (base.validated if base is not None else None),
+            nodes=self.nodes,
         )
         return replace(profile, revision=base.revision if base is not None else None)
 
@@ -508,6 +547,7 @@ class LaunchSession:
             gpus=self._choice,
             entry=self.entry,
             python=self.python,
+            nodes=self.nodes,
         )
 
     @property
@@ -553,6 +593,25 @@ class LaunchSession:
                 out += [self.schema.cli_name(dest), MASK]
         return out
 
+    def other_rank(self) -> int | None:
+        """Across nodes, the rank sglang's check also asks about: a worker (1) for the head's
+        line, the head (0) for a worker's; None on one node."""
+        nnodes = self._flags.get("nnodes")
+        if not isinstance(nnodes, int) or isinstance(nnodes, bool) or nnodes <= 1:
+            return None
+        if self._flags.get("ep_join_mode") is not None:
+            return None  # an elastic-EP joiner is its own group, never the head's line
+        rank = self._flags.get("node_rank", 0)
+        return 1 if rank == 0 else 0
+
+    def rank_argv(self, rank: int) -> list[str]:
+        """`argv()` as the node at --node-rank `rank` runs it (the same line but its rank)."""
+        out = self._base_argv({**self._flags, "node_rank": rank}, path=self.model_path())
+        for dest in self._secrets:
+            if dest not in self._flags:
+                out += [self.schema.cli_name(dest), MASK]
+        return out
+
     def _base_argv(
         self, flags: Mapping[str, Any] | None = None, *, path: str | None = None
     ) -> list[str]:
@@ -581,8 +640,24 @@ class LaunchSession:
     def command(self, fix: Fix | None = None) -> list[str]:
         return [*program_argv(self.entry, self.launch_python), *self.argv(fix)]
 
+    def node_command_lines(self, *, display: bool = False) -> str:
+        """One launch line per node, each a comment naming its node then the line: the same
+        line but --nnodes and --node-rank."""
+        nodes = self.nodes
+        lines = []
+        for rank in range(nodes):
+            role = "the head: API server" if rank == 0 else "a worker"
+            lines.append(f"# node {rank} of {nodes} ({role})")
+            lines.append(self.command_line(display=display, rank=rank))
+        return "\n".join(lines)
+
     def command_line(
-        self, *, multiline: bool = False, display: bool = False, fix: Fix | None = None
+        self,
+        *,
+        multiline: bool = False,
+        display: bool = False,
+        fix: Fix | None = None,
+        rank: int | None = None,
     ) -> str:
         """The launch as one shell line, as it will run (with `fix` applied, to preview it).
 
@@ -590,13 +665,17 @@ class LaunchSession:
         with the example's name (a shell comment, so the line still runs when copied).
         """
         env_items = sorted(self.environment().items())
-        cmd = [*program_argv(self.entry, self.launch_python), *self._base_argv(self._fixed(fix))]
+        flags = self._fixed(fix)
+        if rank is not None:
+            # the line node `rank` runs: the topology's count, its own rank
+            flags = {**flags, "nnodes": self.nodes, "node_rank": rank}
+        cmd = [*program_argv(self.entry, self.launch_python), *self._base_argv(flags)]
         if display:
             env_items = [(k, MASK if is_secret_env_name(k) else v) for k, v in env_items]
             cmd = mask_argv(cmd, self.schema)
         words = [shlex.quote(t) for t in cmd]
         for dest, var in self._secrets.items():
-            if dest not in self._fixed(fix):
+            if dest not in flags:
                 # a copied line that runs: the variable the profile reads it from, never ****
                 words += [self.schema.cli_name(dest), MASK if display else shell_reference(var)]
         env = [f"{k}={shlex.quote(v)}" for k, v in env_items]

@@ -61,6 +61,10 @@ class OracleRequest:
     argv: tuple[str, ...]
     env: Mapping[str, str]
     gpu: GpuFacts
+    # across nodes every node resolves its own line: the same launch at another
+    # --node-rank (a worker for the head's line, the head for a worker's), asked too
+    other_rank: int | None = None
+    other_argv: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -113,6 +117,8 @@ class TwoTier:
         self.oracle = oracle
         self._findings_of = findings_of
         self._s = _State(Phase.STARTING if oracle is not None else Phase.OFF)
+        # a question sent ahead (`send_early`) and how to read its answer
+        self._pending: tuple[OracleRequest, Callable[[], OracleAnswer]] | None = None
         if oracle is None:
             self._s.reason = "no sglang interpreter configured"
 
@@ -194,24 +200,70 @@ class TwoTier:
         if self.waits_for(session) is not None or self._s.asked == session.revision:
             return None
         self._s.asked = session.revision
+        other = session.other_rank()
         return OracleRequest(
             revision=session.revision,
             argv=tuple(session.argv()),
             env=session.check_env(),
             gpu=session.gpu,
+            other_rank=other,
+            other_argv=tuple(session.rank_argv(other)) if other is not None else (),
         )
+
+    def send_early(self, session: LaunchSession) -> None:
+        """Start sglang's check and send this revision's question now, when the client can
+        answer later (`submit`): sglang works it out while the caller builds the rest of its
+        output, and `check` reads it. Otherwise nothing happens here."""
+        submit = getattr(self.oracle, "submit", None)
+        if submit is None:
+            return
+        if self._s.phase is Phase.STARTING:
+            self.started(self.start())
+        request = self.request(session)
+        if request is None:
+            return
+        try:
+            self._pending = (request, submit(list(request.argv), dict(request.env), request.gpu))
+        except Exception:  # a client bug: `check` asks again the usual way
+            self._s.asked = -1
 
     def ask(self, request: OracleRequest) -> OracleReply:
         """sglang's answer (blocking; the TUI calls it in a worker thread)."""
         assert self.oracle is not None
+        pending, self._pending = self._pending, None
         try:
-            answer = self.oracle.resolve(list(request.argv), dict(request.env), request.gpu)
+            if pending is not None and pending[0] is request:
+                answer = pending[1]()
+            else:
+                if pending is not None:
+                    pending[1]()  # its reply is read off the connection before the next
+                answer = self.oracle.resolve(list(request.argv), dict(request.env), request.gpu)
         except Exception as exc:
             return OracleReply(request.revision, None, fault=f"{type(exc).__name__}: {exc}")
         if answer.fault:
             return OracleReply(request.revision, answer, fault=answer.fault)
+        answer, request, rank = self._other_rank(answer, request)
         findings = self._findings_of(answer) if self._findings_of else _oracle_findings(answer)
+        if answer.error is not None:
+            findings = _vetted(findings, request, answer, self.oracle)
+        if rank is not None:
+            findings = [_at_rank(f, rank) for f in findings]
         return OracleReply(request.revision, answer, tuple(findings))
+
+    def _other_rank(
+        self, answer: OracleAnswer, request: OracleRequest
+    ) -> tuple[OracleAnswer, OracleRequest, int | None]:
+        """The line at its other rank, when the line's own was accepted: its rejection is
+        the verdict (with the rank that was rejected), else the line's own answer stands."""
+        if not answer.ok or request.other_rank is None or self.oracle is None:
+            return answer, request, None
+        try:
+            other = self.oracle.resolve(list(request.other_argv), dict(request.env), request.gpu)
+        except Exception:  # the line's own verdict stands without it
+            return answer, request, None
+        if other.fault or other.ok:
+            return answer, request, None
+        return other, replace(request, argv=request.other_argv), request.other_rank
 
     def answered(self, reply: OracleReply, session: LaunchSession) -> bool:
         """Keep `reply` if it answers the session's current revision; False when stale."""
@@ -228,6 +280,9 @@ class TwoTier:
         if self._s.phase is Phase.STARTING:
             self.started(self.start())
         request = self.request(session)
+        if request is None and self._pending is not None:
+            sent = self._pending[0]
+            request = sent if sent.revision == session.revision else None
         if request is not None:
             self.answered(self.ask(request), session)
         return self.verdict(session)
@@ -311,6 +366,27 @@ class TwoTier:
             Tone.OK,
             f"accepted by sglang {version}{took}",
         )
+
+
+def _vetted(
+    findings: Sequence[Finding], request: OracleRequest, answer: OracleAnswer, oracle: OracleClient
+) -> list[Finding]:
+    """sglang's error from the catalogue with the one-flag fixes sglang accepts for this line
+    (asked of the same oracle; a few questions at most)."""
+    from sglaunch.catalogue.vetting import vet_findings
+    from sglaunch.flags.schema import bundled_schema
+
+    def resolve(argv: Sequence[str]) -> OracleAnswer:
+        return oracle.resolve(list(argv), dict(request.env), request.gpu)
+
+    schema = bundled_schema(answer.sglang_version)
+    return vet_findings(findings, request.argv, schema, resolve, answer.sglang_version)
+
+
+def _at_rank(finding: Finding, rank: int) -> Finding:
+    """sglang's finding on the line at another --node-rank: say which node it stops."""
+    note = f"sglang's verdict for the node at --node-rank {rank}."
+    return replace(finding, detail=f"{note} {finding.detail}" if finding.detail else note)
 
 
 def _oracle_findings(answer: OracleAnswer) -> list[Finding]:

@@ -99,3 +99,17 @@ def _oracle_service_folder() -> Iterator[Path]:
             os.environ.pop(name, None)
         else:
             os.environ[name] = value
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under xdist (`make test` runs the unit, functional and sglang tiers on both cores), the
+    tests of one sglang module and release share an xdist worker: they share one warm sglang
+    worker (a module fixture), whose start costs seconds of sglang's imports."""
+    root = Path(__file__).parent
+    for item in items:
+        parts = item.path.relative_to(root).parts if item.path.is_relative_to(root) else ()
+        if parts[:1] != ("sglang",):
+            continue
+        callspec = getattr(item, "callspec", None)
+        release = callspec.params.get("release", "") if callspec is not None else ""
+        item.add_marker(pytest.mark.xdist_group(f"{'/'.join(parts)}:{release}"))

@@ -15,7 +15,9 @@ argparse_error), FAKE_SGLANG_TIME_SCALE (multiplies every sleep; default 0.05),
 FAKE_SGLANG_MAX_TOTAL_TOKENS, FAKE_SGLANG_SHARDS, FAKE_SGLANG_CAPTURE_BS,
 FAKE_SGLANG_LOAD_SCRIPT (JSON list of {t, running, queue, new_tokens, gen_tps, token_usage}),
 FAKE_SGLANG_CRASH_AFTER, FAKE_SGLANG_ENTRY (launch_server | serve) and
-FAKE_SGLANG_LOG_RATE (decode log lines per second once ready, for benchmarks). It honours
+FAKE_SGLANG_LOG_RATE (decode log lines per second once ready, for benchmarks).
+With `--nnodes N --node-rank R --dist-init-addr HOST:PORT` it runs one node of a multi-node
+server (`fake_sglang/multinode.py`, reference `sglang-0.5.23-multinode.md` §4). It honours
 SGLANG_LOG_MS, SGLANG_HEALTH_CHECK_TIMEOUT and SGLANG_LOG_FORWARD_ITERS like sglang.
 
 Standard library only: tests need no fastapi, uvicorn or prometheus_client.
@@ -29,6 +31,7 @@ import sys
 # run as a script from tests/: its sibling package is on the path
 from fake_sglang.cli import parse_server_args
 from fake_sglang.common import ROLE_FLAG, SCENARIO, SCENARIOS, SITE, _write
+from fake_sglang.multinode import MultiNodeServer
 from fake_sglang.scheduler import _child_main
 from fake_sglang.server import FakeServer
 
@@ -48,6 +51,8 @@ def main(argv: list[str]) -> int:
         _write(2, f"FAKE_SGLANG_SCENARIO={SCENARIO!r} is not one of {', '.join(SCENARIOS)}\n")
         return 2
     args = parse_server_args(argv)
+    if (args.nnodes or 1) > 1:
+        return MultiNodeServer(args, argv).run()
     return FakeServer(args, argv).run()
 
 

@@ -4,7 +4,8 @@ The launch being edited is a UI-free `LaunchSession`; both tiers of the verdict 
 `TwoTier`; the running server is the App's (not a screen's), so leaving the monitor never
 loses it. The App holds UI state only: which screen, the preview mode, timers. Slow work
 (probing GPUs, reading a model, asking sglang, starting a server) runs in workers that post
-messages (`tui.messages`); the `@on` handlers here own every change.
+messages (`tui.messages`); the `@on` handlers here own every change. The dialogs' module is
+imported where a dialog opens: the first frame does without it.
 """
 
 from __future__ import annotations
@@ -21,31 +22,23 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.timer import Timer
 
+from sglaunch.catalogue import card_for
 from sglaunch.errors import UserError
 from sglaunch.facts.model import ModelNotCached, hf_cached_repos
 from sglaunch.flags.launchline import LaunchLine
 from sglaunch.flags.schema import FlagSchema
 from sglaunch.revalidate import profile_named_version, version_changes
-from sglaunch.session import GpuChoice, LaunchSession, inherited_env
+from sglaunch.session import LaunchSession, inherited_env
 from sglaunch.tui import messages as m
 from sglaunch.tui.collaborators import Collaborators
 from sglaunch.tui.palette import editor_commands, keys_command
 from sglaunch.tui.profile_flow import ProfileFlow
 from sglaunch.tui.screens.card import CardScreen
-from sglaunch.tui.screens.dialogs import (
-    ConfirmScreen,
-    GpuScreen,
-    OpenModelScreen,
-    PasteScreen,
-    ResolvedScreen,
-    resolved_view,
-)
 from sglaunch.tui.screens.help import HelpScreen
 from sglaunch.tui.screens.main import PANELS, MainScreen, blocked_reason, subtitle_text, title_text
 from sglaunch.tui.server import ServerControl
 from sglaunch.tui.widgets.findings import FindingsPanel
 from sglaunch.tui.widgets.flag_editor import FlagEditor
-from sglaunch.validators.cards import card_for
 from sglaunch.validators.facts import GpuMode
 from sglaunch.validators.findings import Finding, Fix, Severity
 from sglaunch.verdict import OracleRequest, Phase, TwoTier, Verdict
@@ -55,6 +48,7 @@ if TYPE_CHECKING:
     from sglaunch.profiles import Profile, ProfileStore
     from sglaunch.program import LaunchPython
     from sglaunch.runtime.attach_target import AttachTarget
+    from sglaunch.tui.screens.dialogs import GpuPick
     from sglaunch.validators.memory.plan import MemoryPlan
 
 RETRY_EVERY_S = 30.0  # looking for sglang again on focus, at most this often
@@ -422,6 +416,8 @@ class SglaunchApp(App[int]):
                 self.load_model(source)
                 self.refresh_views()
 
+        from sglaunch.tui.screens.dialogs import OpenModelScreen  # loads when opened
+
         self.push_screen(OpenModelScreen(message.repos, self.session.model_source), done)
 
     @on(m.ServerReported)
@@ -558,6 +554,8 @@ class SglaunchApp(App[int]):
     def preview(self) -> tuple[str, str]:
         if self.preview_mode == "yaml":
             return "yaml", self.config_yaml(comments=False)
+        if self.session.nodes > 1:
+            return "nodes", self.session.node_command_lines(display=True)
         return "command", self.session.command_line(display=True)
 
     def config_yaml(self, *, comments: bool = True) -> str:
@@ -600,7 +598,12 @@ class SglaunchApp(App[int]):
         self.main.query_one(FlagEditor).focus_search()
 
     def action_copy_command(self) -> None:
-        text = self.config_yaml() if self.preview_mode == "yaml" else self.session.command_line()
+        if self.preview_mode == "yaml":
+            text = self.config_yaml()
+        elif self.session.nodes > 1:
+            text = self.session.node_command_lines()  # every node's line, each runnable
+        else:
+            text = self.session.command_line()
         self.copy_to_clipboard(text)
         self.notify("copied to the clipboard", timeout=3)
 
@@ -651,6 +654,8 @@ class SglaunchApp(App[int]):
             self.notify(f"loaded {n} flag{'s' if n != 1 else ''} from the launch line", timeout=4)
             self.after_load()
 
+        from sglaunch.tui.screens.dialogs import PasteScreen  # loads when opened
+
         self.push_screen(PasteScreen(), done)
 
     def after_load(self) -> None:
@@ -666,22 +671,32 @@ class SglaunchApp(App[int]):
         self.list_cached_models()
 
     def action_pick_gpus(self) -> None:
-        def done(choice: GpuChoice | None) -> None:
-            if choice is None:
+        def done(pick: GpuPick | None) -> None:
+            if pick is None:
                 return
+            choice = pick.choice
             try:
-                if choice.preset:
+                if choice is not None and choice.preset:
                     self.session.choose_preset(choice.preset)
-                elif choice.visible is not None:
+                elif choice is not None and choice.visible is not None:
                     self.session.choose_devices(choice.visible)
+                if pick.nodes != self.session.nodes:
+                    self.session.set_nodes(pick.nodes)
             except UserError as exc:
                 self.notify(exc.message, severity="error")
                 return
             self.main.render_gpus(self.session)
             self.refresh_views()
 
+        from sglaunch.tui.screens.dialogs import GpuScreen  # loads when opened
+
         probed = self.session.probed
-        self.push_screen(GpuScreen(self.session.gpu, probed, self.session.gpu_choice.visible), done)
+        self.push_screen(
+            GpuScreen(
+                self.session.gpu, probed, self.session.gpu_choice.visible, self.session.nodes
+            ),
+            done,
+        )
 
     def action_layouts(self) -> None:
         """The parallel layouts that fit these GPUs; picking one sets its sizes."""
@@ -694,7 +709,14 @@ class SglaunchApp(App[int]):
         plan = self.memory_plan()
         k = plan.knobs if plan is not None else None
         current = (k.tp, k.dp, k.pp, k.attn_dp) if k is not None else (1, 1, 1, 1)
-        screen = LayoutsScreen(layouts(self.session.check_input()), self.session.gpu.count, current)
+        line_nodes = self.session.flags.get("nnodes", 1)
+        screen = LayoutsScreen(
+            layouts(self.session.check_input()),
+            self.session.gpu.count,
+            current,
+            nodes=self.session.nodes,
+            current_nodes=line_nodes if isinstance(line_nodes, int) else 1,
+        )
         cli = self.session.schema.cli_name
         self.push_screen(
             screen,
@@ -704,6 +726,8 @@ class SglaunchApp(App[int]):
         )
 
     def action_resolved(self) -> None:
+        from sglaunch.tui.screens.dialogs import ResolvedScreen, resolved_view  # when opened
+
         view = resolved_view(self.session, self.verdict, self.tiers)
         self.push_screen(ResolvedScreen(view))
 
@@ -712,7 +736,37 @@ class SglaunchApp(App[int]):
         if blocked:
             self.notify(blocked, title="Cannot launch", severity="error", timeout=8)
             return
+        if self.c.host_check is None:
+            self.confirm_launch([])
+            return
+        self.notify("checking the host…", timeout=3)
+        self.check_host(self.session.revision)
+
+    @work(thread=True, exclusive=True, group="host")
+    def check_host(self, revision: int) -> None:
+        assert self.c.host_check is not None
+        try:
+            findings = self.c.host_check(self.session)
+        except Exception as exc:  # a collector this host defeats: say so, launch unchecked
+            findings = [Finding("host-fact-unknown", Severity.INFO, f"host checks failed: {exc}")]
+        self.post_message(m.HostChecked(findings, revision))
+
+    @on(m.HostChecked)
+    def _host_checked(self, message: m.HostChecked) -> None:
+        if message.revision != self.session.revision:
+            return  # the launch changed while the host was checked: ctrl+l again
+        errors = [f for f in message.findings if f.is_error]
+        if errors:
+            body = "\n".join(f"{f.code}: {f.message}" for f in errors[:3])
+            more = f"\n(+{len(errors) - 3} more: sglaunch doctor)" if len(errors) > 3 else ""
+            self.notify(body + more, title="Cannot launch", severity="error", timeout=12)
+            return
+        self.confirm_launch(message.findings)
+
+    def confirm_launch(self, host: list[Finding]) -> None:
+        """The launch dialog: the verdict's warnings and the host's, or straight on."""
         warnings = [f for f in self.verdict.findings if f.severity is Severity.WARNING]
+        warnings += [f for f in host if f.severity is Severity.WARNING]
         lines = [f"! {w.message}" for w in warnings[:5]]
         if self.session.gpu.mode is GpuMode.PLANNING:
             # the checks were for a preset, not for GPUs sglang will find on this machine
@@ -730,6 +784,8 @@ class SglaunchApp(App[int]):
         if interpreter.warnings:
             title = "Launch with this Python?"
         body = "\n".join([interpreter.line, *lines])
+        from sglaunch.tui.screens.dialogs import ConfirmScreen  # loads when opened
+
         screen = ConfirmScreen(title, body, yes="Launch (y)")
         self.push_screen(screen, lambda yes: self.start_launch() if yes else None)
 
@@ -797,6 +853,8 @@ class SglaunchApp(App[int]):
 
     async def action_quit(self) -> None:
         if self.server.running():
+            from sglaunch.tui.screens.dialogs import ConfirmScreen  # loads when opened
+
             screen = ConfirmScreen(
                 "Quit sglaunch?",
                 "The sglang server is running. Quitting stops it (SIGTERM, then SIGKILL).",
@@ -811,6 +869,8 @@ class SglaunchApp(App[int]):
                 if name is not None
                 else "This launch is not saved as a profile"
             )
+            from sglaunch.tui.screens.dialogs import ConfirmScreen  # loads when opened
+
             screen = ConfirmScreen(
                 "Quit with unsaved changes?", f"{what} (ctrl+s saves it).", yes="Quit (y)"
             )

@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from sglaunch.session import LaunchSession
 from sglaunch.tui.server import ServerFactory
 from sglaunch.validators.facts import GpuFacts, ModelFacts
+from sglaunch.validators.findings import Finding
 from sglaunch.verdict import OracleClient
 from sglaunch.versions import FlagFacts
 
@@ -38,3 +40,5 @@ class Collaborators:
     flag_facts: Callable[[str | None], FlagFacts] | None = None
     profile_dir: Path | None = None
     hf_cache_dirs: Sequence[Path] = field(default_factory=tuple)
+    # the host before ctrl+l launches (sglaunch.host.host_findings); None: not checked
+    host_check: Callable[[LaunchSession], list[Finding]] | None = None

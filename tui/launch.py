@@ -102,6 +102,9 @@ def build_app(
     from sglaunch.oracle.interpreter import find_sglang_python
 
     collab.server_factory = _monitor
+    from sglaunch.host import host_findings
+
+    collab.host_check = host_findings
     found = find_sglang_python(sglang_python)
     # the interpreter whose sglang is checked launches too (sglaunch/program.py's rule); a
     # CPU-only one from `oracle setup` is named as such in the title and the launch dialog

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from sglaunch.oracle.answer import OracleStatus
     from sglaunch.runtime import Diagnosis, MonitorEvent
     from sglaunch.validators.facts import GpuFacts, ModelFacts
+    from sglaunch.validators.findings import Finding
     from sglaunch.validators.memory.baseline import MemoryFacts
     from sglaunch.verdict import OracleReply
     from sglaunch.versions import FlagFacts
@@ -96,3 +97,12 @@ class ServerNotStarted(Message):
         super().__init__()
         self.message = message
         self.diagnosis = diagnosis
+
+
+class HostChecked(Message):
+    """The host checks before a launch finished (`revision`: the session they were for)."""
+
+    def __init__(self, findings: list[Finding], revision: int) -> None:
+        super().__init__()
+        self.findings = findings
+        self.revision = revision

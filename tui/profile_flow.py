@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from sglaunch.errors import UserError
-from sglaunch.tui.screens.dialogs import ConfirmScreen
 
 if TYPE_CHECKING:
     from sglaunch.profiles import ProfileStore
@@ -159,6 +158,8 @@ class ProfileFlow:
         if not self.app.dirty:
             self.open(name)
             return
+        from sglaunch.tui.screens.dialogs import ConfirmScreen  # loads when one opens
+
         screen = ConfirmScreen(
             "Discard unsaved changes?",
             f"Loading {name} replaces the launch you are editing.",
@@ -179,6 +180,8 @@ class ProfileFlow:
                 self.app.session.forget_profile()
             self.app.notify(f"deleted {name} (its last version is in {backup})", timeout=6)
             self.app.update_title()
+
+        from sglaunch.tui.screens.dialogs import ConfirmScreen  # loads when one opens
 
         screen = ConfirmScreen(
             f"Delete profile {name}?", "Its last version stays in a .bak file.", yes="Delete (y)"

@@ -30,6 +30,8 @@ class Card:
     # (argparse), "config" (loading the HF config), "launch" (fails after
     # resolution, while starting) or "runtime" (the server's own failures).
     stage: str = "resolution"
+    # the source lines around the check, numbered (the catalogue's cards have them)
+    source: tuple[str, ...] = ()
     _compiled: tuple[re.Pattern[str], ...] = field(default=(), repr=False, compare=False)
 
     def matches(self, text: str) -> bool:
@@ -46,6 +48,7 @@ class Card:
             "related": list(self.related),
             "ref": self.ref,
             "stage": self.stage,
+            **({"source": list(self.source)} if self.source else {}),
         }
 
 

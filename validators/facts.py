@@ -7,7 +7,7 @@ Hugging Face configs and the flag parser; tests build them by hand.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
@@ -104,9 +104,13 @@ class GpuFacts:
     # planning: driver_version and cuda_version are a preset's assumptions (the rules and the
     # oracle's emulation need some), never to be reported as this machine's
     versions_assumed: bool = False
+    # the machines one server spans (sglang's --nnodes); `devices` are ONE node's GPUs,
+    # every node alike
+    nodes: int = 1
 
     @property
     def count(self) -> int:
+        """The GPUs of one node."""
         return len(self.devices)
 
     @property
@@ -154,7 +158,17 @@ class GpuFacts:
         names: dict[str, int] = {}
         for d in self.devices:
             names[d.name] = names.get(d.name, 0) + 1
-        return ", ".join(f"{n}× {name}" for name, n in names.items())
+        node = ", ".join(f"{n}× {name}" for name, n in names.items())
+        return f"{self.nodes} nodes × {node}" if self.nodes > 1 else node
+
+    def on_nodes(self, nodes: int) -> GpuFacts:
+        """These GPUs as each of `nodes` machines; the status names the topology too."""
+        if nodes == self.nodes:
+            return self
+        spread = replace(self, nodes=nodes)
+        old, new = self.describe(), spread.describe()
+        status = self.status.replace(old, new, 1) if old in self.status else self.status
+        return replace(spread, status=status)
 
 
 class FlagIssueKind(StrEnum):

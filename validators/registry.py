@@ -8,18 +8,23 @@ from sglaunch.validators import oracle_cards, runtime_cards
 from sglaunch.validators.rules.general import (
     backends,
     flags,
+    json_flags,
     memory,
     memory_plan,
     model_config,
+    multinode,
     parallel,
     serving,
 )
+from sglaunch.validators.rules.host import cards as host_cards
 from sglaunch.validators.rules.models import minicpm, minicpmv
 
 MODULES = (
     flags,
+    json_flags,
     model_config,
     parallel,
+    multinode,
     memory,
     memory_plan,
     backends,
@@ -28,4 +33,5 @@ MODULES = (
     minicpmv,
     runtime_cards,
     oracle_cards,
+    host_cards,
 )

@@ -36,6 +36,8 @@ LINES: dict[str, dict[str, int | None]] = {
         "0.5.21": None,
         "0.5.22": None,
     },
+    "srt/arg_groups/fields/serving.py:65": {"0.5.19": None, "0.5.20": 72},
+    "srt/arg_groups/fields/serving.py:66": {"0.5.19": None, "0.5.20": 73},
     "srt/arg_groups/kv_cache_hook.py:106": {"0.5.19": 30, "0.5.20": 31},
     "srt/arg_groups/kv_cache_hook.py:128": {"0.5.19": 52, "0.5.20": 53},
     "srt/arg_groups/kv_cache_hook.py:394": {"0.5.19": 168, "0.5.20": 167},
@@ -152,6 +154,7 @@ LINES: dict[str, dict[str, int | None]] = {
         "0.5.21": 161,
         "0.5.22": 243,
     },
+    "srt/configs/model_config.py:612": {"0.5.19": 328, "0.5.20": 435, "0.5.21": 480, "0.5.22": 534},
     "srt/configs/model_config.py:1314": {
         "0.5.19": 886,
         "0.5.20": 1046,
@@ -163,6 +166,12 @@ LINES: dict[str, dict[str, int | None]] = {
         "0.5.20": None,
         "0.5.21": 130,
         "0.5.22": 127,
+    },
+    "srt/distributed/bootstrap.py:241": {
+        "0.5.19": 188,
+        "0.5.20": 190,
+        "0.5.21": 225,
+        "0.5.22": 235,
     },
     "srt/distributed/bootstrap.py:441": {
         "0.5.19": 342,
@@ -176,7 +185,15 @@ LINES: dict[str, dict[str, int | None]] = {
         "0.5.21": 401,
         "0.5.22": 446,
     },
+    "srt/distributed/parallel_state.py:2495": {
+        "0.5.19": 2277,
+        "0.5.20": 2398,
+        "0.5.21": 2481,
+        "0.5.22": 2490,
+    },
     "srt/distributed/utils.py:70": {"0.5.19": 55, "0.5.20": 55, "0.5.21": 65},
+    "srt/entrypoints/engine.py:748": {"0.5.19": 683, "0.5.20": 694, "0.5.21": 726, "0.5.22": 743},
+    "srt/entrypoints/engine.py:935": {"0.5.19": None, "0.5.20": 886, "0.5.21": 906, "0.5.22": 930},
     "srt/entrypoints/engine.py:2002": {
         "0.5.19": 1782,
         "0.5.20": 1801,
@@ -188,6 +205,12 @@ LINES: dict[str, dict[str, int | None]] = {
         "0.5.20": 1839,
         "0.5.21": 1935,
         "0.5.22": 2009,
+    },
+    "srt/entrypoints/engine.py:2045": {
+        "0.5.19": 1825,
+        "0.5.20": 1844,
+        "0.5.21": 1940,
+        "0.5.22": 2014,
     },
     "srt/entrypoints/engine.py:2064": {
         "0.5.19": None,
@@ -224,6 +247,12 @@ LINES: dict[str, dict[str, int | None]] = {
         "0.5.20": 232,
         "0.5.21": 232,
         "0.5.22": 248,
+    },
+    "srt/managers/data_parallel_controller.py:502": {
+        "0.5.19": None,
+        "0.5.20": 453,
+        "0.5.21": 453,
+        "0.5.22": 475,
     },
     "srt/managers/scheduler.py:6370": {
         "0.5.19": None,
@@ -396,6 +425,9 @@ LINES: dict[str, dict[str, int | None]] = {
     "srt/server_args.py:668": {"0.5.19": 4250, "0.5.20": 690, "0.5.21": 579, "0.5.22": 654},
     "srt/server_args.py:679": {"0.5.19": 4261, "0.5.20": 701, "0.5.21": 590, "0.5.22": 665},
     "srt/server_args.py:696": {"0.5.19": 4273, "0.5.20": 718, "0.5.21": 607, "0.5.22": 682},
+    "srt/server_args.py:728": {"0.5.19": 4292, "0.5.20": 745, "0.5.21": 634, "0.5.22": 714},
+    "srt/server_args.py:729": {"0.5.19": 4293, "0.5.20": 746, "0.5.21": 635, "0.5.22": 715},
+    "srt/server_args.py:843": {"0.5.19": 4406, "0.5.20": 859, "0.5.21": 748, "0.5.22": 829},
     "srt/utils/common.py:91": {"0.5.19": 88, "0.5.22": 90},
     "srt/utils/common.py:297": {"0.5.19": 281, "0.5.20": 285, "0.5.21": 286, "0.5.22": 290},
     "srt/utils/hf_transformers/config.py:228": {
@@ -404,4 +436,8 @@ LINES: dict[str, dict[str, int | None]] = {
         "0.5.21": 135,
         "0.5.22": 223,
     },
+    "srt/utils/network.py:536": {"0.5.19": 446, "0.5.20": 446, "0.5.21": 446, "0.5.22": 469},
+    "srt/utils/network.py:634": {"0.5.19": 544, "0.5.20": 544, "0.5.21": 544, "0.5.22": 567},
+    "srt/utils/network.py:637": {"0.5.19": 547, "0.5.20": 547, "0.5.21": 547, "0.5.22": 570},
+    "srt/utils/network.py:640": {"0.5.19": 550, "0.5.20": 550, "0.5.21": 550, "0.5.22": 573},
 }

@@ -65,6 +65,9 @@ def run(args: argparse.Namespace, *, err: TextIO | None = None) -> int:
     # a secret whose variable is unset stops the launch: say so before any findings
     session.launch_spec(os.environ)
     gpu = _choose_gpus(session, profile, args.gpu, out)
+    if getattr(args, "nodes", None) is not None:
+        session.set_nodes(args.nodes)  # --nodes over the profile's own
+        gpu = session.gpu
     out.say(
         f"sglaunch --apply {profile.name} · {profile.model} · {gpu.status or gpu.describe()}"
         f" · for {active.label()}",
@@ -101,7 +104,7 @@ def run(args: argparse.Namespace, *, err: TextIO | None = None) -> int:
     shown = [f for f in verdict.findings if f.severity is not Severity.OVERRIDE]
     print_findings(shown, schema, out.err)
     out.say(f"{summary_line(list(verdict.findings))} · sglang check: {verdict.oracle_status}", "2")
-    out.record(_checked_json(profile.name, verdict, schema))
+    out.record(_checked_json(profile.name, verdict, schema, session.gpu))
     if verdict.errors:
         n = len(verdict.errors)
         out.say(
@@ -109,6 +112,14 @@ def run(args: argparse.Namespace, *, err: TextIO | None = None) -> int:
             f"(sglaunch --profile {profile.name} --apply --fix applies the first fix of each)",
             "31",
         )
+        return int(ExitCode.VALIDATION)
+    target = getattr(args, "target", None) or "local"
+    if target != "local":
+        # the nodes are the engine's: this host's checks and GPUs do not apply
+        from sglaunch.cli.engine_apply import apply_on_target
+
+        return apply_on_target(profile, target, args, out.err)
+    if not _host_ready(session, profile.name, schema, out):
         return int(ExitCode.VALIDATION)
     if gpu.mode is GpuMode.PLANNING:
         out.say(
@@ -121,6 +132,31 @@ def run(args: argparse.Namespace, *, err: TextIO | None = None) -> int:
     for warning in interpreter.warnings:
         out.say(f"! {warning}", "33")
     return _launch(session, verdict, args, out.err, python=interpreter.path)
+
+
+def _host_ready(session: LaunchSession, name: str, schema: FlagSchema, out: _Out) -> bool:
+    """The host checks (`sglaunch doctor`) before every launch: False on an error."""
+    from sglaunch.host import host_findings
+
+    host = host_findings(session)
+    print_findings(host, schema, out.err)
+    errors = [f for f in host if f.is_error]
+    out.record(
+        {
+            "event": "host",
+            "profile": name,
+            "ok": not errors,
+            "findings": findings_json(host, schema),
+        }
+    )
+    if errors:
+        n = len(errors)
+        out.say(
+            f"not launching: this host is not ready ({n} error{'s' if n != 1 else ''}; "
+            f"sglaunch doctor --profile {name} explains each)",
+            "31",
+        )
+    return not errors
 
 
 def _launch_python(python: str | None) -> LaunchPython:
@@ -250,7 +286,7 @@ def _fix(
     return verdict
 
 
-def _checked_json(name: str, verdict: Verdict, schema: FlagSchema) -> dict[str, Any]:
+def _checked_json(name: str, verdict: Verdict, schema: FlagSchema, gpu: GpuFacts) -> dict[str, Any]:
     return {
         "event": "checked",
         "profile": name,
@@ -258,6 +294,8 @@ def _checked_json(name: str, verdict: Verdict, schema: FlagSchema) -> dict[str, 
         "sglang_version": verdict.sglang_version,
         "oracle": verdict.oracle_status,
         "findings": findings_json(verdict.findings, schema),
+        # what it was checked for: `count` GPUs on each of `nodes` machines
+        "gpu": {"describe": gpu.describe(), "count": gpu.count, "nodes": gpu.nodes},
     }
 
 

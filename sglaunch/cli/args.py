@@ -75,8 +75,11 @@ def _close_options(typed: str, options: Sequence[str]) -> list[str]:
     from sglaunch.flags.argv import one_slip
 
     slips = [o for o in options if one_slip(typed, o)]
+    if slips:
+        # a typing slip is what happened: a merely similar option (--nodes for --modle) is noise
+        return slips[:2]
     close = difflib.get_close_matches(typed, options, n=2, cutoff=0.7)
-    return list(dict.fromkeys([*slips, *close]))[:2]
+    return close
 
 
 def split_double_dash(argv: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -114,3 +117,18 @@ def interpreter_path(value: str) -> str:
     if not (os.path.isfile(full) and os.access(full, os.X_OK)):
         raise argparse.ArgumentTypeError(f"{value}: not an executable file")
     return value
+
+
+def node_count(value: str) -> int:
+    """`--nodes N`: the machines one server spans, each with the --gpu preset or the local GPUs."""
+    from sglaunch.profiles.profile import MAX_NODES  # the profile's own bound
+
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a whole number of machines (e.g. --nodes 2)"
+        ) from None
+    if not 1 <= n <= MAX_NODES:
+        raise argparse.ArgumentTypeError(f"{n}: give from 1 to {MAX_NODES} machines")
+    return n

@@ -11,7 +11,13 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from sglaunch.checking import result_json
-from sglaunch.cli.args import Parser, interpreter_path, parse_env_pairs, split_double_dash
+from sglaunch.cli.args import (
+    Parser,
+    interpreter_path,
+    node_count,
+    parse_env_pairs,
+    split_double_dash,
+)
 from sglaunch.cli.render import Painter, print_findings, summary_line
 from sglaunch.errors import UserError
 from sglaunch.exitcodes import ExitCode
@@ -20,6 +26,7 @@ from sglaunch.flags.launchline import parse_launch_line
 from sglaunch.flags.schema import FlagSchema
 from sglaunch.session import LaunchSession, inherited_env
 from sglaunch.validators.facts import ModelFacts
+from sglaunch.validators.findings import Finding
 from sglaunch.verdict import OracleClient, TwoTier, Verdict
 
 if TYPE_CHECKING:
@@ -43,6 +50,13 @@ def parser() -> Parser:
     p.add_argument(
         "--gpu",
         help="plan for these GPUs instead of the local ones, e.g. H100x8, B200x8, RTX5090x1",
+    )
+    p.add_argument(
+        "--nodes",
+        type=node_count,
+        metavar="N",
+        help="one server over N machines, each with the --gpu preset or the local GPUs "
+        "(default: the line's --nnodes, else 1)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument(
@@ -132,6 +146,7 @@ def run(argv: Sequence[str]) -> int:
         sglang_version=args.sglang_version,
         use_service=not args.no_oracle_service,
         fix=args.fix,
+        nodes=args.nodes,
     )
 
 
@@ -150,6 +165,7 @@ def check_command(
     fix: bool = False,
     out: TextIO | None = None,
     err: TextIO | None = None,
+    nodes: int | None = None,
 ) -> int:
     from sglaunch.facts.model import ModelNotCached, load_model_facts, model_path_for_sglang
     from sglaunch.versions import load_flag_facts, parse_named
@@ -185,14 +201,19 @@ def check_command(
         model_facts = None
     sglang_argv = with_model_path(sglang_argv, model_path_for_sglang(source), schema)
 
-    session = checked_session(schema, sglang_argv, env, source, model_facts, gpu_spec)
+    session = checked_session(schema, sglang_argv, env, source, model_facts, gpu_spec, nodes=nodes)
     session.sglang_version = active.version
-    t0 = time.perf_counter()
-    session.validate()  # timed on its own: what one re-check costs
-    builtin_ms = (time.perf_counter() - t0) * 1000
     tiers = TwoTier(_oracle(sglang_python, oracle_timeout, use_service) if use_oracle else None)
     if not use_oracle:
         tiers.switch_off("skipped (--no-oracle)")
+    else:
+        # sglang's question needs only the launch, not the built-in verdict: sent now, its
+        # answer is worked out while this process runs the rules and prepares to read it
+        tiers.send_early(session)
+        import sglaunch.oracle.findings  # noqa: F401  (what reading the answer needs)
+    t0 = time.perf_counter()
+    session.validate()  # timed on its own: what one re-check costs
+    builtin_ms = (time.perf_counter() - t0) * 1000
     gpu = session.gpu
     paint = Painter(err)
 
@@ -236,19 +257,33 @@ def check_command(
             applied += more
     finally:
         tiers.close()
-    print_findings(list(verdict.findings), schema, err)
+    # the GPUs are this machine's: so is the host the launch will run on (`sglaunch doctor`)
+    host = local_host_findings(session)
+    print_findings([*verdict.findings, *host], schema, err)
     status = f"sglang check: {verdict.oracle_status}"
     print(
         paint.dim(
-            f"{summary_line(list(verdict.findings))} · built-in rules {builtin_ms:.1f} ms · {status}"
+            f"{summary_line([*verdict.findings, *host])} · built-in rules {builtin_ms:.1f} ms · {status}"
         ),
         file=err,
     )
     if fix:
         _print_fixed(out, err, verdict, session, applied, as_json, active.installed, facts)
     elif as_json:
-        _print_json(out, verdict, session, sglang_argv, active.installed, facts)
-    return int(ExitCode.VALIDATION if verdict.errors else ExitCode.OK)
+        _print_json(out, verdict, session, sglang_argv, active.installed, facts, host=host)
+    host_errors = any(f.is_error for f in host)
+    return int(ExitCode.VALIDATION if verdict.errors or host_errors else ExitCode.OK)
+
+
+def local_host_findings(session: LaunchSession) -> list[Finding]:
+    """The host checks, when the check is for this machine's GPUs (not a planning preset)."""
+    from sglaunch.validators.facts import GpuMode
+
+    if session.gpu.mode is not GpuMode.NVML:
+        return []
+    from sglaunch.host import host_findings
+
+    return host_findings(session)
 
 
 def _print_fixed(
@@ -299,6 +334,7 @@ def checked_session(
     gpu_spec: str | None,
     *,
     assume_free_gib: float | None = None,
+    nodes: int | None = None,
 ) -> LaunchSession:
     """The launch as a session: the flags, the model's facts, the GPUs to check for, and
     what is known of their start-up cost (the calibration store, `--assume-free-gib`)."""
@@ -316,6 +352,8 @@ def checked_session(
         session.choose_preset(gpu_spec)
     else:
         session.set_probed(probe_gpus(env={**os.environ, **session.environment()}))
+    if nodes is not None:
+        session.set_nodes(nodes)
     session.set_memory_facts(memory_facts(session.gpu, assume_free_gib=assume_free_gib))
     return session
 
@@ -327,10 +365,17 @@ def _print_json(
     argv: Sequence[str],
     sglang_version: str | None,
     versions: FlagFacts | None = None,
+    *,
+    host: Sequence[Finding] = (),
 ) -> None:
     data = result_json(
         verdict, session, argv=argv, sglang_version=sglang_version, versions=versions
     )
+    if host:
+        from sglaunch.checking import findings_json
+
+        data["findings"] = [*data["findings"], *findings_json(host, session.schema)]
+        data["ok"] = data["ok"] and not any(f.is_error for f in host)
     out.write(json.dumps(data, indent=2, default=_json_default) + "\n")
     out.flush()
 

@@ -11,6 +11,7 @@ from sglaunch.cli.args import Parser
 from sglaunch.cli.render import Painter, format_card
 from sglaunch.errors import UserError
 from sglaunch.validators.cards import Card, all_cards, get_card, match_card
+from sglaunch.validators.site_cards import Site
 
 
 def parser() -> Parser:
@@ -50,6 +51,30 @@ def find(text: str) -> Card | None:
     return get_card(text) or get_card(text.lower()) or match_card(text)
 
 
+def find_site(text: str, version: str) -> Site | None:
+    """The catalogue site of sglang's own checks for a message (or its code)."""
+    from sglaunch.catalogue import catalogue
+    from sglaunch.catalogue import find_site as lookup
+
+    return catalogue().get(text.strip()) or lookup(text, version=version)
+
+
+def _unknown(text: str) -> UserError:
+    """One line: the closest codes and messages, and where to see them all."""
+    from sglaunch.catalogue import catalogue
+
+    codes = [c.code for c in all_cards()]
+    close = difflib.get_close_matches(text.lower(), codes, n=3)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    near = catalogue().closest(text, n=3, cutoff=0.45)
+    if near:
+        shown = " | ".join(repr(s.message[:70]) for s in near)
+        hint += f"; the closest messages sglang raises: {shown}"
+    return UserError(
+        f"no explanation for {text[:80]!r}{hint} (`sglaunch explain --list` shows every code)"
+    )
+
+
 def run(argv: Sequence[str]) -> int:
     args = parser().parse_args(list(argv))
     paint = Painter(sys.stdout)
@@ -61,6 +86,14 @@ def run(argv: Sequence[str]) -> int:
             width = max(len(c.code) for c in cards)
             for c in cards:
                 print(f"{c.code.ljust(width)}  {c.title}")
+            from sglaunch.catalogue import catalogue
+
+            cat = catalogue()
+            counts = ", ".join(f"{v} {n}" for v, n in cat.counts.items())
+            print(
+                f"\nand every error sglang's argument resolution raises ({len(cat.sites)} sites, "
+                f"by release: {counts}): `sglaunch explain MESSAGE`"
+            )
         return 0
     text = " ".join(args.text)
     if not text.strip():
@@ -68,13 +101,6 @@ def run(argv: Sequence[str]) -> int:
             "explain what? give a code (sglaunch explain minicpm-dp-attention) or paste an error message"
         )
     card = find(text)
-    if card is None:
-        codes = [c.code for c in all_cards()]
-        close = difflib.get_close_matches(text.lower(), codes, n=3)
-        hint = f"; did you mean {', '.join(close)}?" if close else ""
-        raise UserError(
-            f"no explanation for {text[:80]!r}{hint} (`sglaunch explain --list` shows every code)"
-        )
     from sglaunch.oracle.service_client import known_sglang_version
     from sglaunch.versions import load_flag_facts, parse_named
 
@@ -86,7 +112,21 @@ def run(argv: Sequence[str]) -> int:
         known=known_sglang_version(None),
     )
     active = versions.active
-    card, absent = for_release(card, active.version)
+    if card is None:
+        site = find_site(text, active.version)
+        if site is None:
+            raise _unknown(text)
+        from sglaunch.catalogue import site_card_for
+
+        card = site_card_for(site, active.version)
+        absent = (
+            None
+            if active.version in site.releases
+            else f"sglang {active.version} has no such check: it exists in "
+            + ", ".join(site.releases)
+        )
+    else:
+        card, absent = for_release(card, active.version)
     if args.json:
         data = card.to_json()
         data["for"] = active.to_json()

@@ -12,9 +12,16 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TextIO
 
-from sglaunch.cli.args import Parser, interpreter_path, parse_env_pairs, split_double_dash
+from sglaunch.cli.args import (
+    Parser,
+    interpreter_path,
+    node_count,
+    parse_env_pairs,
+    split_double_dash,
+)
 from sglaunch.cli.render import Painter, print_findings
 from sglaunch.errors import UserError
 from sglaunch.exitcodes import ExitCode
@@ -37,6 +44,7 @@ from sglaunch.validators.findings import Finding
 from sglaunch.validators.memory.baseline import GIB
 from sglaunch.validators.memory.layouts import Layout
 from sglaunch.validators.memory.plan import MemoryPlan
+from sglaunch.validators.rules.general.multinode import ADDRESSING_CODES
 
 
 def parser() -> Parser:
@@ -53,6 +61,13 @@ def parser() -> Parser:
     )
     p.add_argument(
         "--gpu", help="plan for these GPUs instead of the local ones, e.g. H100x8, RTX5090x1"
+    )
+    p.add_argument(
+        "--nodes",
+        type=node_count,
+        metavar="N",
+        help="one server over N machines, each with the --gpu preset or the local GPUs: "
+        "the plan per GPU of the whole world and the layouts across nodes",
     )
     p.add_argument(
         "--assume-free-gib",
@@ -94,6 +109,7 @@ def run(argv: Sequence[str]) -> int:
         use_oracle=args.oracle,
         sglang_python=args.sglang_python,
         sglang_version=args.sglang_version,
+        nodes=args.nodes,
     )
 
 
@@ -127,6 +143,7 @@ def fit_session(
     env_pairs: Sequence[str] | None,
     assume_free_gib: float | None = None,
     active: ActiveVersion | None = None,
+    nodes: int | None = None,
 ) -> tuple[LaunchSession, list[str], str]:
     """`build_fit_input`'s session itself, validated for the release: `check`'s verdict on it."""
     from sglaunch.cli.check import checked_session, model_from_argv, split_launch, with_model_path
@@ -143,8 +160,14 @@ def fit_session(
     facts = load_model_facts(source, sglang_version=version)
     argv = with_model_path(argv, model_path_for_sglang(source), schema)
     session = checked_session(
-        schema, argv, env, source, facts, gpu_spec, assume_free_gib=assume_free_gib
+        schema, argv, env, source, facts, gpu_spec, assume_free_gib=assume_free_gib, nodes=nodes
     )
+    if nodes is not None and nodes > 1 and "nnodes" not in session.flags:
+        # the line planned is the one server over the nodes asked for; with no parallel
+        # size of its own, over all their GPUs (tp inside a node and across)
+        session.set_flag("nnodes", nodes)
+        if not any(d in session.flags for d in ("tp_size", "pp_size")):
+            session.set_flag("tp_size", nodes * session.gpu.count)
     if version:
         session.set_sglang_version(version)  # and the rules re-run for that release
     if session.issues:
@@ -165,6 +188,7 @@ def fit_command(
     sglang_version: str | None = None,
     out: TextIO | None = None,
     err: TextIO | None = None,
+    nodes: int | None = None,
 ) -> int:
     from sglaunch.checking import findings_json
     from sglaunch.oracle.service_client import known_sglang_version
@@ -190,8 +214,12 @@ def fit_command(
         env_pairs=env_pairs,
         assume_free_gib=assume_free_gib,
         active=active,
+        nodes=nodes,
     )
     inp = session.check_input()
+    # fit made the line span the nodes asked for: how they would find each other is not
+    # the plan's business (`check` says it of a line that spans them itself)
+    completed = nodes is not None and nodes > 1 and "nnodes" not in _line_flags(session, argv)
     resolved = None
     probe: dict[str, Any] | None = None
     answer: OracleAnswer | None = None
@@ -201,7 +229,7 @@ def fit_command(
     if use_oracle:
         resolved, probe, status, answer = _ask_oracle(inp, argv, sglang_python)
     plan = plan_memory(inp, resolved)
-    verdict = _line_verdict(session, answer)
+    verdict = _line_verdict(session, answer, drop=ADDRESSING_CODES if completed else frozenset())
     # every error `check` would print (the line cannot run), and the plan's own findings
     findings = [f for f in verdict.findings if f.is_error or is_memory_code(f.code)]
     table = plan_layouts(inp)
@@ -217,7 +245,19 @@ def fit_command(
     )
     for line in versions.lines():
         print(paint(f"! {line}", "33"), file=err)
-    print_plan(plan, err, paint, verdict.findings)
+    if completed:
+        print(
+            paint.dim(
+                f"  planned as one server over the {inp.gpu.nodes} nodes: "
+                + " ".join(
+                    f"{session.schema.cli_name(d)} {session.flags[d]}"
+                    for d in ("tp_size", "nnodes")
+                    if d in session.flags
+                )
+            ),
+            file=err,
+        )
+    print_plan(plan, err, paint, verdict.findings, nodes=_int_or_1(session.flags.get("nnodes")))
     if probe is not None:
         print(paint.dim(f"  sglang's own pool code: {_probe_text(probe)}"), file=err)
     print(paint.dim(f"  knobs from: {status}"), file=err)
@@ -232,7 +272,7 @@ def fit_command(
             ),
             file=err,
         )
-    print_layouts(table, inp.gpu.count, err, paint)
+    print_layouts(table, inp.gpu.count, err, paint, nodes=inp.gpu.nodes)
     fails = bool(verdict.errors) or plan.verdict == "does-not-fit"
     if as_json:
         data = plan_json(plan, verdict.findings)
@@ -240,6 +280,13 @@ def fit_command(
         data["line_ok"] = verdict.ok
         data["findings"] = findings_json(verdict.findings, session.schema)
         data["layouts"] = [layout.to_json() for layout in table]
+        # the machine planned for: `count` GPUs on each of `nodes` nodes
+        data["gpu"] = {
+            "describe": inp.gpu.describe(),
+            "preset": inp.gpu.preset or None,
+            "count": inp.gpu.count,
+            "nodes": inp.gpu.nodes,
+        }
         data["versions"] = active.to_json()
         if probe is not None:
             data["sglang_pool"] = probe
@@ -248,9 +295,17 @@ def fit_command(
     return int(ExitCode.VALIDATION if fails else ExitCode.OK)
 
 
-def _line_verdict(session: LaunchSession, answer: OracleAnswer | None) -> Verdict:
+def _line_flags(session: LaunchSession, argv: list[str]) -> dict[str, Any]:
+    from sglaunch.flags.argv import parse_argv
+
+    return dict(parse_argv(argv, session.schema).values)
+
+
+def _line_verdict(
+    session: LaunchSession, answer: OracleAnswer | None, drop: frozenset[str] = frozenset()
+) -> Verdict:
     """`check`'s verdict on the line (sglaunch/verdict.py): the built-in rules, and sglang's
-    own answer when --oracle got one."""
+    own answer when --oracle got one; `drop`: codes that are not the line's own."""
     from sglaunch.oracle.findings import oracle_findings
     from sglaunch.verdict import OracleReply, TwoTier
 
@@ -259,7 +314,12 @@ def _line_verdict(session: LaunchSession, answer: OracleAnswer | None) -> Verdic
     if answer is not None and not answer.fault:
         reply = OracleReply(session.revision, answer, tuple(oracle_findings(answer)))
         tiers.answered(reply, session)
-    return tiers.verdict(session)
+    verdict = tiers.verdict(session)
+    if drop:
+        verdict = replace(
+            verdict, findings=tuple(f for f in verdict.findings if f.code not in drop)
+        )
+    return verdict
 
 
 def _ask_oracle(
@@ -306,15 +366,26 @@ def _g(value: int | None) -> str:
     return "?" if value is None else f"{value / GIB:.2f} GiB"
 
 
+def _int_or_1(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 1
+
+
 def print_plan(
-    plan: MemoryPlan, err: TextIO, paint: Painter, findings: Sequence[Finding] = ()
+    plan: MemoryPlan,
+    err: TextIO,
+    paint: Painter,
+    findings: Sequence[Finding] = (),
+    *,
+    nodes: int = 1,
 ) -> None:
     """`findings`: the line's; with an error standing, the verdict names it, not the memory."""
     k = plan.knobs
     verdict = line_verdict(plan, findings)
     color = {"fits": "32", "tight": "33", "does-not-fit": "31", REJECTED: "31"}[verdict]
-    layout = f"tp {k.tp} · dp {k.dp} · pp {k.pp}" + (
-        f" · attention DP {k.attn_dp}" if k.attn_dp > 1 else ""
+    layout = (
+        f"tp {k.tp} · dp {k.dp} · pp {k.pp}"
+        + (f" · attention DP {k.attn_dp}" if k.attn_dp > 1 else "")
+        + (f" · over {nodes} nodes" if nodes > 1 else "")
     )
     shown = verdict_text(plan, findings)
     print(f"Memory plan per GPU ({layout}): {paint(shown, color)}", file=err)
@@ -358,12 +429,20 @@ def print_plan(
         print(paint.dim(f"  · {line}"), file=err)
 
 
-def print_layouts(table: list[Layout], gpus: int, err: TextIO, paint: Painter) -> None:
+def layouts_title(gpus: int, nodes: int = 1) -> str:
+    """'Layouts on 8 GPUs', 'Layouts on 2 nodes × 8 GPUs'."""
+    on = f"{gpus} GPU{'s' if gpus != 1 else ''}"
+    return f"Layouts on {nodes} nodes × {on}" if nodes > 1 else f"Layouts on {on}"
+
+
+def print_layouts(
+    table: list[Layout], gpus: int, err: TextIO, paint: Painter, *, nodes: int = 1
+) -> None:
     fitting = [lay for lay in table if lay.verdict != "does-not-fit"]
-    print(
-        f"Layouts on {gpus} GPU{'s' if gpus != 1 else ''} ({len(fitting)} of {len(table)} fit):",
-        file=err,
-    )
+    print(f"{layouts_title(gpus, nodes)} ({len(fitting)} of {len(table)} fit):", file=err)
+    if nodes > 1:
+        _print_node_layouts(table, err, paint)
+        return
     # tokens per replica (one DP or attention-DP rank's pool, sglang's max_total_num_tokens)
     # beside the total over the replicas: tp 1 × dp 4 holds four pools
     print(
@@ -382,5 +461,35 @@ def print_layouts(table: list[Layout], gpus: int, err: TextIO, paint: Painter) -
             f"{_g(p.weights_bytes):>12} {count_text(lay.kv_tokens_per_replica):>17} "
             f"{count_text(lay.kv_tokens_total):>15} {count_text(lay.full_context_requests_total):>19}  "
             f"{paint(verdict, color)}",
+            file=err,
+        )
+
+
+def _print_node_layouts(table: list[Layout], err: TextIO, paint: Painter) -> None:
+    """The layouts over several nodes: one server across them (tp inside a node, pp across)
+    or one server per node behind sglang's router (--dp-size cannot span nodes)."""
+    print(
+        f"  {'tp':>3} {'dp':>3} {'pp':>3} {'adp':>3} {'nodes':>5} {'GPUs':>4} {'weights/GPU':>12} "
+        f"{'KV tokens/replica':>17} {'KV tokens total':>15}  {'shape':<20} verdict",
+        file=err,
+    )
+    for lay in table:
+        p = lay.plan
+        verdict = lay.verdict + (f" ({', '.join(lay.blocking)})" if lay.blocking else "")
+        if p.error is not None and not lay.blocking:
+            verdict += f" ({p.error.kind})"
+        color = {"fits": "32", "tight": "33", "does-not-fit": "31"}[lay.verdict]
+        print(
+            f"  {lay.tp:>3} {lay.dp:>3} {lay.pp:>3} {lay.attn_dp:>3} {lay.machines:>5} {lay.gpus:>4} "
+            f"{_g(p.weights_bytes):>12} {count_text(lay.kv_tokens_per_replica):>17} "
+            f"{count_text(lay.kv_tokens_total):>15}  {lay.shape:<20} {paint(verdict, color)}",
+            file=err,
+        )
+    if any(lay.servers > 1 for lay in table):
+        print(
+            paint.dim(
+                "  servers + router: one sglang server per node, each with its own line, behind "
+                "sglang's router (sglang refuses --dp-size replicas across nodes)"
+            ),
             file=err,
         )

@@ -2,9 +2,10 @@
 
     sglaunch                                   the TUI (planning mode without a GPU)
     sglaunch --model PATH [--profile NAME]     the TUI, preloaded
-    sglaunch check --model PATH [--gpu H100x8] [--json] [--fix] [--no-oracle] [--env K=V] -- SGLANG_FLAGS...
-    sglaunch fit --model PATH [--gpu H100x8] [--assume-free-gib X] [--json] -- SGLANG_FLAGS...
+    sglaunch check --model PATH [--gpu H100x8] [--nodes N] [--json] [--fix] [--no-oracle] [--env K=V] -- SGLANG_FLAGS...
+    sglaunch fit --model PATH [--gpu H100x8] [--nodes N] [--assume-free-gib X] [--json] -- SGLANG_FLAGS...
     sglaunch explain TEXT-OR-CODE
+    sglaunch doctor [--model PATH | --profile NAME] [--gpu H100x8] [--nodes N] [--json] -- SGLANG_FLAGS...
     sglaunch --profile NAME --apply [--fix] [--detach] [--json]
     sglaunch profiles list | show | export | import | delete | diff
     sglaunch oracle setup | status | stop
@@ -22,7 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from sglaunch import __version__
-from sglaunch.cli.args import Parser, interpreter_path
+from sglaunch.cli.args import Parser, interpreter_path, node_count
 from sglaunch.errors import UserError
 from sglaunch.exitcodes import ExitCode
 from sglaunch.versions import SUPPORTED_RANGE
@@ -32,6 +33,12 @@ def _check(argv: Sequence[str]) -> int:
     from sglaunch.cli import check
 
     return check.run(argv)
+
+
+def _doctor(argv: Sequence[str]) -> int:
+    from sglaunch.cli import doctor
+
+    return doctor.run(argv)
 
 
 def _fit(argv: Sequence[str]) -> int:
@@ -73,6 +80,7 @@ def _runs(argv: Sequence[str]) -> int:
 SUBCOMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "check": _check,
     "fit": _fit,
+    "doctor": _doctor,
     "explain": _explain,
     "profiles": _profiles,
     "oracle": _oracle,
@@ -86,7 +94,7 @@ def top_parser() -> Parser:
         prog="sglaunch",
         description=(
             "A launch assistant for SGLang: check server flags against sglang's own rules before "
-            "anything loads, launch, and watch the server. Subcommands: check, fit, explain, profiles, oracle, runs, attach."
+            "anything loads, launch, and watch the server. Subcommands: check, fit, doctor, explain, profiles, oracle, runs, attach."
         ),
     )
     p.add_argument(
@@ -98,9 +106,23 @@ def top_parser() -> Parser:
     p.add_argument("--profile", help="a saved launch profile")
     p.add_argument("--gpu", help="plan for these GPUs, e.g. H100x8 (default: the local GPUs)")
     p.add_argument(
+        "--nodes",
+        type=node_count,
+        metavar="N",
+        help="with --apply: the server spans N machines, each with these GPUs "
+        "(default: the profile's nodes)",
+    )
+    p.add_argument(
         "--apply",
         action="store_true",
         help="headless: validate the profile, then launch and monitor it",
+    )
+    p.add_argument(
+        "--target",
+        choices=("local", "slurm", "lws", "skypilot"),
+        default=None,
+        help="with --apply: launch here (local, the default) or hand a multi-node profile to "
+        "Slurm (sbatch), Kubernetes (a LeaderWorkerSet) or SkyPilot",
     )
     p.add_argument(
         "--fix", action="store_true", help="with --apply: apply each finding's first fix"
@@ -151,9 +173,15 @@ def _top(argv: Sequence[str]) -> int:
             "--fix goes with --apply; `sglaunch check --fix … -- FLAGS` prints the fixed line "
             "without launching"
         )
+    if args.target is not None:
+        raise UserError(
+            "--target goes with --apply: sglaunch --profile NAME --apply --target slurm"
+        )
     for flag in ("save", "detach", "json", "no_oracle"):
         if getattr(args, flag):
             raise UserError(f"--{flag.replace('_', '-')} goes with --apply")
+    if args.nodes is not None:
+        raise UserError("--nodes goes with --apply (in the TUI, choose the nodes with ctrl+g)")
     return open_tui(
         model=args.model,
         profile=args.profile,

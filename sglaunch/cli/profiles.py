@@ -2,7 +2,8 @@
 
     sglaunch profiles list [--json]
     sglaunch profiles show NAME [--json]
-    sglaunch profiles export NAME --format yaml|command|script [-o FILE]
+    sglaunch profiles export NAME --format yaml|command|script|slurm|lws|skypilot
+                             [--node-rank R] [--image IMG] [--python PY] [-o FILE]
     sglaunch profiles import FILE-OR-COMMAND|- [--name NAME] [--force]
     sglaunch profiles delete NAME [--yes]
     sglaunch profiles diff A B
@@ -30,8 +31,12 @@ from sglaunch.profiles.atomic import atomic_write
 from sglaunch.profiles.command import import_text, looks_like_launch, to_command, to_script
 from sglaunch.profiles.diff import diff
 from sglaunch.profiles.launch import sglang_argv
+from sglaunch.profiles.lws import DEFAULT_IMAGE, to_lws
+from sglaunch.profiles.nodes import check_python, node_lines
 from sglaunch.profiles.profile import Profile, validate_name
 from sglaunch.profiles.sglang_yaml import is_sglang_config, to_yaml
+from sglaunch.profiles.skypilot import to_skypilot
+from sglaunch.profiles.slurm import to_sbatch
 from sglaunch.profiles.store import ProfileStore
 from sglaunch.profiles.tomlform import profile_from_toml
 from sglaunch.safeio import (
@@ -44,7 +49,9 @@ from sglaunch.safeio import (
     shown,
 )
 
-FORMATS = ("yaml", "command", "script")
+FORMATS = ("yaml", "command", "script", "slurm", "lws", "skypilot")
+# formats that run one server across several nodes through an engine
+ENGINE_FORMATS = ("slurm", "lws", "skypilot")
 # a file name never holds a newline, and no path is longer than PATH_MAX
 _MAX_ARG_PATH = 4096
 _NOT_A_PROFILE = (
@@ -70,11 +77,28 @@ def parser() -> Parser:
 
     ex = sub.add_parser(
         "export",
-        help="as sglang --config YAML, a command line, or a bash script",
+        help="as sglang --config YAML, a command line, a bash script, or for Slurm, "
+        "a Kubernetes LeaderWorkerSet or SkyPilot (multi-node profiles)",
         epilog="example: sglaunch profiles export sala-tp2 --format yaml -o sala-tp2.yaml",
     )
     ex.add_argument("name")
     ex.add_argument("--format", "-f", choices=FORMATS, required=True)
+    ex.add_argument(
+        "--node-rank",
+        type=int,
+        metavar="R",
+        help="--format command: only node R's line (multi-node profiles)",
+    )
+    ex.add_argument(
+        "--image",
+        metavar="IMG",
+        help=f"--format lws: the container image (default {DEFAULT_IMAGE})",
+    )
+    ex.add_argument(
+        "--python",
+        metavar="PY",
+        help="the interpreter on the nodes (default: the profile's, else python3)",
+    )
     ex.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically)")
 
     im = sub.add_parser(
@@ -113,7 +137,17 @@ def run(argv: Sequence[str], *, stdin: TextIO | None = None) -> int:
     if args.command == "show":
         return _show(store, args.name, args.json, out)
     if args.command == "export":
-        return _export(store, args.name, args.format, args.output, out, err)
+        return _export(
+            store,
+            args.name,
+            args.format,
+            args.output,
+            out,
+            err,
+            rank=args.node_rank,
+            image=args.image,
+            python=args.python,
+        )
     if args.command == "import":
         return _import(store, args.source, args.name, args.force, stdin or sys.stdin, err)
     if args.command == "delete":
@@ -188,6 +222,7 @@ def profile_json(profile: Profile) -> dict[str, Any]:
         "env": profile.env,
         "secrets": profile.secrets,
         "notes": profile.notes,
+        "nodes": profile.nodes,
         "validated": None
         if v is None
         else {
@@ -213,6 +248,8 @@ def _show(store: ProfileStore, name: str, as_json: bool, out: TextIO) -> int:
     if problem:
         rows.append(("", paint(f"! {problem}", "33")))
     rows.append(("entry", profile.entry))
+    if profile.nodes > 1:
+        rows.append(("nodes", f"{profile.nodes} (one server across them)"))
     if profile.sglang_python:
         rows.append(("sglang python", profile.sglang_python))
     if profile.gpus.cuda_visible_devices is not None:
@@ -242,7 +279,14 @@ def _show(store: ProfileStore, name: str, as_json: bool, out: TextIO) -> int:
         for line in profile.notes.splitlines():
             print(f"    {escape_controls(line, keep=chr(9))}", file=out)
     print("", file=out)
-    print(to_command(profile), file=out)
+    if profile.nodes > 1:
+        try:
+            lines = node_lines(profile)  # one per node: the line alone would start one node
+        except UserError as exc:
+            lines = [f"# {exc.message}"]
+        print("\n".join(lines), file=out)
+    else:
+        print(to_command(profile), file=out)
     return int(ExitCode.OK)
 
 
@@ -253,18 +297,36 @@ def _export(
     output: str | None,
     out: TextIO,
     err: TextIO,
+    *,
+    rank: int | None = None,
+    image: str | None = None,
+    python: str | None = None,
 ) -> int:
+    # options that mean nothing for the format are refused before anything is read
+    if rank is not None and fmt != "command":
+        raise UserError(
+            f"--node-rank picks one line of --format command; --format {fmt} "
+            "writes every node's rank itself: drop --node-rank"
+        )
+    if image is not None and fmt != "lws":
+        raise UserError(f"--image is for --format lws (a container image); drop it for {fmt}")
+    if python is not None and fmt in ("yaml",):
+        raise UserError("--python is for command lines and engine exports; a YAML config has none")
+    if python is not None:
+        check_python(python)
     profile = store.load(name)
     warnings: list[str] = []
-    if fmt == "yaml":
+    if fmt in ENGINE_FORMATS or (fmt == "command" and (profile.nodes > 1 or rank is not None)):
+        text = engine_export(profile, fmt, rank=rank, image=image, python=python)
+    elif fmt == "yaml":
         if output and Path(output).suffix.lower() not in (".yaml", ".yml"):
             raise UserError(f"-o {output}: sglang reads --config only from a .yaml or .yml file")
         exported = to_yaml(profile, config_name=Path(output).name if output else None)
         text, warnings = exported.text, exported.warnings
     elif fmt == "command":
-        text = to_command(profile) + "\n"
+        text = to_command(profile, python=python) + "\n"
     else:
-        text = to_script(profile)
+        text = to_script(profile, python=python)
     for w in warnings:
         print(f"sglaunch: note: {w}", file=err)
     if output is None:
@@ -272,13 +334,37 @@ def _export(
         return int(ExitCode.OK)
     path = Path(output).expanduser()
     try:
-        atomic_write(path, text.encode("utf-8"), mode=0o755 if fmt == "script" else None)
+        executable = fmt in ("script", "slurm")
+        atomic_write(path, text.encode("utf-8"), mode=0o755 if executable else None)
     except InputError as exc:
         raise UserError(f"-o {exc.message}") from None
     except OSError as exc:
         raise UserError(f"cannot write {shown(path)}: {exc.strerror or exc}") from None
     print(f"wrote {shown(path)}", file=err)
     return int(ExitCode.OK)
+
+
+def engine_export(
+    profile: Profile,
+    fmt: str,
+    *,
+    rank: int | None = None,
+    image: str | None = None,
+    python: str | None = None,
+) -> str:
+    """The text of a per-node or engine export; UserError (one line) when it cannot be."""
+    if fmt == "command":
+        if profile.nodes < 2:
+            raise UserError(
+                f"--node-rank picks one node's line, and profile '{profile.name}' has nodes = 1: "
+                "drop --node-rank, or set `nodes = 2` (or more) in the profile"
+            )
+        return "\n".join(node_lines(profile, rank=rank, python=python)) + "\n"
+    if fmt == "slurm":
+        return to_sbatch(profile, python=python)
+    if fmt == "lws":
+        return to_lws(profile, image=image or DEFAULT_IMAGE, python=python)
+    return to_skypilot(profile, python=python)
 
 
 def _read_source(source: str, stdin: TextIO) -> tuple[str, str, Path | None, bool | None]:

@@ -117,6 +117,10 @@ def format_card(card: Card, paint: Painter) -> str:
     out = [paint.bold(f"{card.code} — {card.title}"), ""]
     out.append(paint.bold("What it means"))
     out.append(_wrap(card.what, "  "))
+    if card.source:
+        out.append("")
+        out.append(paint.bold("Where sglang raises it") + paint.dim(f"  {card.ref}"))
+        out.extend("  " + line for line in card.source)
     out.append("")
     out.append(paint.bold("When it happens"))
     out.append(_wrap(card.when, "  "))

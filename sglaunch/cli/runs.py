@@ -249,6 +249,10 @@ def _stop(args: argparse.Namespace, err: TextIO) -> int:
             file=err,
         )
         return int(ExitCode.VALIDATION)
+    job = run.record.get("slurm_job")
+    if isinstance(job, str):
+        print(f"sglaunch: cancelled slurm job {job} of run {run.name}; no task is left", file=err)
+        return int(ExitCode.OK)
     forced = f", {outcome.killed} killed after {args.grace:g} s" if outcome.killed else ""
     print(
         f"sglaunch: stopped run {run.name} (pid {outcome.pid}, {outcome.processes} processes{forced})",

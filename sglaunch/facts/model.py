@@ -57,6 +57,31 @@ def not_cached_note(repo_id: str) -> str:
     )
 
 
+def bundled_copy(source: str) -> str | None:
+    """The bundled example whose config mirrors the hub repo `source` (None for any other).
+
+    A user who pastes `--model-path openbmb/MiniCPM-SALA` before downloading it is checked
+    against sglaunch's copy of that repo's config, and the launch keeps the repo id."""
+    for name, repo in EXAMPLE_REPOS.items():
+        if repo == source:
+            return name
+    return None
+
+
+def bundled_copy_note(source: str, facts: ModelFacts) -> str | None:
+    """What the panel, `check` and `--apply` say when `facts` were read from a bundled copy of
+    the repo `source` (it is not in the local cache), else None."""
+    name = bundled_copy(source)
+    if name is None or not facts.config_path:
+        return None
+    if Path(facts.config_path).parent != example_dir(name):
+        return None
+    return (
+        f"{source}: not in the local cache — checked with sglaunch's bundled copy of its config "
+        "(sglang will download the model)"
+    )
+
+
 # sglang srt/utils/hf_transformers/common.py CONTEXT_LENGTH_KEYS, in order
 CONTEXT_LENGTH_KEYS = (
     "max_sequence_length",
@@ -495,7 +520,13 @@ def load_model_facts(
 
     Raises UserError (one line, exit 2) for anything the user must fix.
     """
-    model_dir = resolve_model_dir(source, env)
+    try:
+        model_dir = resolve_model_dir(source, env)
+    except ModelNotCached:
+        example = bundled_copy(source)
+        if example is None:
+            raise
+        model_dir = example_dir(example)
     config_path = model_dir / "config.json"
     data = read_config(config_path)
     raw = data
@@ -540,6 +571,12 @@ def model_path_for_sglang(source: str, env: Mapping[str, str] | None = None) -> 
     cannot read `example:`); paths and repo ids go through unchanged."""
     if source.startswith("example:"):
         return str(resolve_model_dir(source, env))
+    example = bundled_copy(source)
+    if example is not None:
+        try:
+            resolve_model_dir(source, env)
+        except ModelNotCached:  # sglang's check reads the bundled copy; the launch the repo
+            return str(example_dir(example))
     return source
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -430,35 +430,84 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
+_JSON_TYPES = ("json", "json_object", "json_list")
+
+
+def flag_tokens(spec: FlagSpec, value: Any) -> list[str]:
+    """One flag's command-line tokens, as sglang's parser reads them back.
+
+    The one launch-line writer: the session's line, profile exports (command, script,
+    YAML's launch comment) and the engine exports (Slurm, LWS, SkyPilot) all write
+    their flags here, so each form says the same thing to sglang.
+    """
+    if spec.action == "boolean_optional":
+        if value is True:
+            return [spec.options[0]]
+        negative = next((o for o in spec.options if o.startswith("--no-")), None)
+        return [negative] if value is False and negative else []
+    if not spec.takes_value:
+        return [spec.name] if value else []
+    if value is None:
+        return []
+    if spec.type in _JSON_TYPES:
+        # a JSON flag's value is JSON text even when it is a bare string
+        return [spec.name, json.dumps(value, separators=(",", ":"), ensure_ascii=False)]
+    if spec.is_list and isinstance(value, list | tuple):
+        return [spec.name, *(format_value(v) for v in value)]
+    return [spec.name, format_value(value)]
+
+
 def to_argv(values: Mapping[str, Any], schema: FlagSchema) -> list[str]:
     """Flags (by dest) back to sglang command-line tokens, in the given order."""
     out: list[str] = []
     for dest, value in values.items():
-        spec = schema.get(dest)
-        name = schema.cli_name(dest)
+        spec = schema.by_dest.get(dest)
         if spec is None:
+            name = schema.cli_name(dest)
             if value is True:
                 out.append(name)
             elif value not in (None, False):
                 out += [name, format_value(value)]
             continue
-        if spec.action == "boolean_optional":
-            if value is True:
-                out.append(spec.options[0])
-            elif value is False:
-                neg = next((o for o in spec.options if o.startswith("--no-")), None)
-                if neg:
-                    out.append(neg)
-            continue
-        if not spec.takes_value:
-            if value:
-                out.append(name)
-            continue
-        if value is None:
-            continue
-        if spec.is_list and isinstance(value, list | tuple):
-            out.append(name)
-            out += [format_value(v) for v in value]
-            continue
-        out += [name, format_value(value)]
+        out += flag_tokens(spec, value)
     return out
+
+
+# sglang's multi-node flags: every spelling a line may carry (argparse's prefix matching
+# lets `--node-r 1` through too, which `node_argv` drops by the same rule).
+NODE_FLAGS = ("--nnodes", "--node-rank", "--dist-init-addr", "--nccl-init-addr")
+
+
+def without_flags(argv: Sequence[str], names: Sequence[str]) -> list[str]:
+    """argv less every occurrence of the valued flags `names` (`--x v`, `--x=v`, and any
+    unambiguous prefix of them sglang's parser would take as that flag)."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        head = tok.split("=", 1)[0]
+        if head.startswith("--") and len(head) > 2 and any(n.startswith(head) for n in names):
+            i += 1 if "=" in tok else 2
+            continue
+        out.append(tok)
+        i += 1
+    return out
+
+
+def node_argv(
+    argv: Sequence[str], rank: str | int, nodes: str | int, dist_init_addr: str
+) -> list[str]:
+    """One node's flags: `argv` with its own multi-node flags replaced by this node's.
+
+    `rank`, `nodes` and `dist_init_addr` are written as given, so an engine passes its
+    own references (`$(LWS_WORKER_INDEX)`, a shell `"$SLURM_PROCID"`) as well as numbers.
+    """
+    return [
+        *without_flags(argv, NODE_FLAGS),
+        "--nnodes",
+        nodes if isinstance(nodes, str) else str(nodes),
+        "--node-rank",
+        rank if isinstance(rank, str) else str(rank),
+        "--dist-init-addr",
+        dist_init_addr,
+    ]

@@ -57,6 +57,11 @@ def _error_finding(answer: OracleAnswer) -> Finding:
     if card is None and err.type not in ("ValueError", "SystemExit", "AssertionError"):
         # the exception's type is part of sglang's verdict when it is unusual
         message = f"{err.type}: {message}"
+    raised = f"sglang raised {err.type}" + (f" at {err.where}" if err.where else "") + "."
+    if card is None and err.message:
+        site_finding = _site_finding(answer, message, source, raised)
+        if site_finding is not None:
+            return site_finding
     return Finding(
         code=card.code if card is not None else ERROR_CODE,
         severity=Severity.ERROR,
@@ -64,7 +69,32 @@ def _error_finding(answer: OracleAnswer) -> Finding:
         source=source,
         ref=err.where,
         # the traceback stays in the answer (check --json); one line here
-        detail=f"sglang raised {err.type}" + (f" at {err.where}" if err.where else "") + ".",
+        detail=raised,
+    )
+
+
+def _site_finding(answer: OracleAnswer, message: str, source: str, raised: str) -> Finding | None:
+    """The error as its catalogue site (sglaunch.catalogue): its code, the flags its
+    conditions read (jump targets) and the condition in words. Fixes come later, once sglang
+    accepted each (`sglaunch.catalogue.vetting`)."""
+    from sglaunch.catalogue import _cli_names, find_site
+    from sglaunch.validators.site_cards import trigger_words
+
+    err = answer.error
+    assert err is not None
+    site = find_site(err.message, err.where, answer.sglang_version)
+    if site is None:
+        return None
+    trigger = trigger_words(site, _cli_names(answer.sglang_version))
+    when = f" It fires when {trigger}." if trigger else ""
+    return Finding(
+        code=site.code,
+        severity=Severity.ERROR,
+        message=message,
+        flags=site.flags,
+        source=source,
+        ref=err.where,
+        detail=raised + when,
     )
 
 

@@ -24,7 +24,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -311,6 +311,8 @@ class ServiceOracle:
         self._info: dict[str, Any] = {}
         self._status = OracleStatus(available=False, reason="the oracle has not been started")
         self._started_once = False
+        # a `submit`ted answer not read yet: read before anything else is sent
+        self._unread: Callable[[], OracleAnswer] | None = None
 
     # -- what callers read -----------------------------------------------------
 
@@ -439,24 +441,77 @@ class ServiceOracle:
                 return OracleAnswer.failed(
                     self._status.reason, sglang_version=self._status.sglang_version
                 )
-            try:
-                cwd: str | None = os.getcwd()
-            except OSError:
-                cwd = None
-            request = {
-                "op": "resolve",
-                "argv": [str(a) for a in argv],
-                "env": {
-                    **forwarded_env(os.environ),
-                    **{str(k): str(v) for k, v in (env or {}).items()},
-                },
-                "gpu": gpu_payload(gpu),
-                "timeout": self.timeout,
-                "cwd": cwd,
-            }
-            if memory is not None:
-                request["memory"] = dict(memory)
-            return self._ask_resolve(request)
+            if self._unread is not None:
+                self._unread()  # a submitted answer leaves the connection before this request
+            return self._ask_resolve(self._request(argv, env, gpu, memory))
+
+    def submit(
+        self, argv: Sequence[str], env: Mapping[str, str] | None, gpu: GpuFacts
+    ) -> Callable[[], OracleAnswer]:
+        """Send the question now, read the answer later: sglang works it out while the
+        caller does other work. The callable gives what `resolve` would have given (a send
+        that failed is retried there, as `resolve` does); an answer nobody read is read off
+        before the next request is sent."""
+        with self._lock:
+            if not self._started_once:
+                self._start_locked()
+            if not self._status.available:
+                failed = OracleAnswer.failed(
+                    self._status.reason, sglang_version=self._status.sglang_version
+                )
+                return lambda: failed
+            if self._unread is not None:
+                self._unread()
+            request = self._request(argv, env, gpu, None)
+            sent, t0 = self._channel, time.perf_counter()
+            if sent is not None:
+                try:
+                    sent.send(request)
+                except ChannelClosed:
+                    sent = None
+
+        got: list[OracleAnswer] = []
+
+        def answer() -> OracleAnswer:
+            with self._lock:
+                if not got:
+                    if self._unread is answer:
+                        self._unread = None
+                    if sent is None or self._channel is not sent:
+                        got.append(self._ask_resolve(request))
+                    else:
+                        got.append(self._read_reply(sent, t0))
+                return got[0]
+
+        with self._lock:
+            self._unread = answer if sent is not None else None
+        return answer
+
+    def _request(
+        self,
+        argv: Sequence[str],
+        env: Mapping[str, str] | None,
+        gpu: GpuFacts,
+        memory: Mapping[str, Any] | None,
+    ) -> dict[str, Any]:
+        try:
+            cwd: str | None = os.getcwd()
+        except OSError:
+            cwd = None
+        request = {
+            "op": "resolve",
+            "argv": [str(a) for a in argv],
+            "env": {
+                **forwarded_env(os.environ),
+                **{str(k): str(v) for k, v in (env or {}).items()},
+            },
+            "gpu": gpu_payload(gpu),
+            "timeout": self.timeout,
+            "cwd": cwd,
+        }
+        if memory is not None:
+            request["memory"] = dict(memory)
+        return request
 
     def _ask_resolve(self, request: dict[str, Any]) -> OracleAnswer:
         version = self._status.sglang_version
@@ -474,23 +529,28 @@ class ServiceOracle:
                 if attempt == 1:
                     continue
                 return OracleAnswer.failed("the oracle service is gone", sglang_version=version)
-            try:
-                reply = channel.receive(time.monotonic() + self.timeout + _BACKSTOP_S)
-            except ChannelClosed as exc:
-                self._drop()
-                late = "no answer in time" in str(exc)
-                what = (
-                    f"did not answer within {self.timeout + _BACKSTOP_S:g} s"
-                    if late
-                    else "died during the request"
-                )
-                return OracleAnswer.failed(
-                    f"the oracle service {what}; it restarts on the next request",
-                    sglang_version=version,
-                    worker_died=not late,
-                    timed_out=late,
-                )
-            break
+            return self._read_reply(channel, t0)
+        raise AssertionError("unreachable")
+
+    def _read_reply(self, channel: Channel, t0: float) -> OracleAnswer:
+        """The answer to the request just sent on `channel` (sent at perf_counter `t0`)."""
+        version = self._status.sglang_version
+        try:
+            reply = channel.receive(time.monotonic() + self.timeout + _BACKSTOP_S)
+        except ChannelClosed as exc:
+            self._drop()
+            late = "no answer in time" in str(exc)
+            what = (
+                f"did not answer within {self.timeout + _BACKSTOP_S:g} s"
+                if late
+                else "died during the request"
+            )
+            return OracleAnswer.failed(
+                f"the oracle service {what}; it restarts on the next request",
+                sglang_version=version,
+                worker_died=not late,
+                timed_out=late,
+            )
         data = reply.get("answer")
         if not isinstance(data, dict):
             return OracleAnswer.failed(

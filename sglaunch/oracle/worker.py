@@ -16,7 +16,8 @@ nothing sglang prints or logs can corrupt the stream. Events, in order:
 
 Each request is answered by a fresh forked child: resolution writes os.environ
 and caches the parsed HF config, and a record resolves once, so a child that
-has resolved is spoiled. The parent imports everything resolution needs while
+has resolved is spoiled. The child for the next request is forked ahead, as the
+previous answer leaves (`Spare`), and waits for its one request. The parent imports everything resolution needs while
 the process still looks CPU-only (modules branch on is_cuda() at import), so
 the fork costs tens of milliseconds instead of seconds.
 
@@ -455,11 +456,10 @@ def resolve(request: dict[str, Any]) -> dict[str, Any]:
 # fork per request
 
 
-def _child(request: dict[str, Any], write_fd: int) -> None:
+def _child(request: dict[str, Any], write_fd: int, *, prepared: bool = False) -> None:
     try:
-        _die_with_parent()
-        # the warm heap is frozen and this process lives for one answer
-        gc.disable()
+        if not prepared:
+            _child_prepare()
         answer = resolve(request)
         try:
             data = json.dumps(answer, allow_nan=False).encode()
@@ -483,6 +483,73 @@ def _child(request: dict[str, Any], write_fd: int) -> None:
         os._exit(0)
 
 
+def _child_prepare() -> None:
+    _die_with_parent()
+    # the warm heap is frozen and this process lives for one answer
+    gc.disable()
+
+
+class Spare:
+    """A child forked ahead, waiting for its one request on a pipe: the fork and the
+    child's start-up happen between requests, not while a client waits. It answers one
+    request and exits, as a child forked for the request would."""
+
+    def __init__(self, pid: int, request_fd: int, answer_fd: int) -> None:
+        self.pid = pid
+        self.request_fd = request_fd
+        self.answer_fd = answer_fd
+
+    def discard(self) -> None:
+        """Close its pipes (it exits at EOF) and reap it."""
+        for fd in (self.request_fd, self.answer_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self.pid, 0)
+
+
+def fork_spare(close_fds: tuple[int, ...] = ()) -> Spare:
+    """Fork the child for the next request; `close_fds` are the parent's own (the protocol)."""
+    req_r, req_w = os.pipe()
+    ans_r, ans_w = os.pipe()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(req_w)
+            os.close(ans_r)
+            for fd in close_fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            _child_prepare()
+            if os.getppid() != parent:  # the parent died before the death signal was set
+                os._exit(0)
+            chunks: list[bytes] = []
+            while chunk := os.read(req_r, 1 << 20):
+                chunks.append(chunk)
+            if not chunks:  # the parent exited (or discarded this spare): no request
+                os._exit(0)
+            _child(json.loads(b"".join(chunks)), ans_w, prepared=True)
+        finally:
+            os._exit(0)
+    os.close(req_r)
+    os.close(ans_w)
+    return Spare(pid, req_w, ans_r)
+
+
+def _hand_to_spare(spare: Spare, request: dict[str, Any]) -> tuple[int, int] | None:
+    """Give the spare its request: its (pid, answer fd), or None when it is gone."""
+    try:
+        _write_all(spare.request_fd, json.dumps(request).encode())
+        os.close(spare.request_fd)
+    except OSError:  # it died meanwhile (killed): a child is forked for the request instead
+        spare.discard()
+        return None
+    return spare.pid, spare.answer_fd
+
+
 _UNREAPED: list[int] = []
 
 
@@ -495,16 +562,23 @@ def _reap() -> None:
         _UNREAPED.remove(pid)
 
 
-def answer_in_child(request: dict[str, Any], timeout: float) -> dict[str, Any]:
-    """Fork, resolve in the child, and collect its answer within `timeout` seconds."""
+def answer_in_child(
+    request: dict[str, Any], timeout: float, spare: Spare | None = None
+) -> dict[str, Any]:
+    """Resolve in a child of its own (`spare`, else one forked now), and collect its answer
+    within `timeout` seconds."""
     _reap()
-    read_fd, write_fd = os.pipe()
     t0 = time.perf_counter()
-    pid = os.fork()
-    if pid == 0:
-        os.close(read_fd)
-        _child(request, write_fd)
-    os.close(write_fd)
+    handed = _hand_to_spare(spare, request) if spare is not None else None
+    if handed is not None:
+        pid, read_fd = handed
+    else:
+        read_fd, write_fd = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(read_fd)
+            _child(request, write_fd)
+        os.close(write_fd)
     chunks: list[bytes] = []
     deadline = time.monotonic() + timeout
     timed_out = False
@@ -619,9 +693,14 @@ def main() -> int:
         os.dup2(devnull, 1)
         os.dup2(devnull, 2)
         os.close(devnull)
+    spare: Spare | None = None
     while True:
+        if spare is None:
+            # after the answer went out: the next request finds its child ready
+            spare = fork_spare((channel.fd_in, channel.fd_out))
         line = channel.readline(watch_parent=parent)
         if line is None:
+            spare.discard()
             return 0
         try:
             request = json.loads(line)
@@ -629,7 +708,8 @@ def main() -> int:
             channel.send({"id": None, **_fault("the worker got a request that is not JSON")})
             continue
         timeout = float(request.get("timeout") or 20.0)
-        answer = answer_in_child(request, timeout)
+        answer = answer_in_child(request, timeout, spare)
+        spare = None
         answer["id"] = request.get("id")
         channel.send(answer)
 

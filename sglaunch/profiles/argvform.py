@@ -13,15 +13,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sglaunch.errors import UserError
-from sglaunch.flags.argv import format_value, parse_argv
-from sglaunch.flags.schema import FlagSchema, FlagSpec
+from sglaunch.flags.argv import flag_tokens, parse_argv
+from sglaunch.flags.schema import FlagSchema
 from sglaunch.profiles.profile import (
-    JSON_TYPES,
     GpuSelection,
     Profile,
     check_flags,
+    check_nodes,
     flag_spec,
-    json_text,
     name_from_model,
     validate_name,
 )
@@ -60,24 +59,6 @@ class Raw(str):
 
 def quote(token: str) -> str:
     return str(token) if isinstance(token, Raw) else shlex.quote(token)
-
-
-def flag_tokens(spec: FlagSpec, value: Any) -> list[str]:
-    """One flag's command-line tokens, as sglang's parser reads them back."""
-    if spec.action == "boolean_optional":
-        if value is True:
-            return [spec.options[0]]
-        negative = next((o for o in spec.options if o.startswith("--no-")), None)
-        return [negative] if value is False and negative else []
-    if spec.is_bool or (spec.action == "store_const" and spec.type == "const"):
-        return [spec.name] if value else []
-    if value is None:
-        return []
-    if spec.type in JSON_TYPES:
-        return [spec.name, json_text(value)]
-    if spec.is_list:
-        return [spec.name, *(format_value(v) for v in value)]
-    return [spec.name, format_value(value)]
 
 
 def exported_model(model: str | None) -> str | None:
@@ -170,6 +151,12 @@ def split_config(argv: list[str]) -> tuple[list[str], str | None]:
     return argv[:i] + argv[i + 2 :], argv[i + 1]
 
 
+def _nodes_of(flags: Mapping[str, Any]) -> int:
+    """An imported line's --nnodes becomes the profile's nodes (the truth its exports use)."""
+    n = flags.get("nnodes")
+    return n if isinstance(n, int) and not isinstance(n, bool) and not check_nodes(n) else 1
+
+
 def profile_from_values(
     values: dict[str, Any],
     *,
@@ -233,5 +220,6 @@ def profile_from_values(
         gpus=gpus,
         sglang_python=python if python and python not in _DEFAULT_PYTHONS else None,
         entry=as_entry(entry),
+        nodes=_nodes_of(flags),
     )
     return Imported(profile=profile, warnings=warnings)

@@ -32,6 +32,7 @@ def _settings(profile: Profile, schema: FlagSchema) -> dict[str, tuple[str, Any]
         "sglang_python": ("sglang python", profile.sglang_python),
         "gpus.cuda_visible_devices": ("CUDA_VISIBLE_DEVICES", profile.gpus.cuda_visible_devices),
         "gpus.preset": ("GPU preset", profile.gpus.preset),
+        "nodes": ("nodes", profile.nodes),
     }
     flags, _ = check_flags(profile.flags, schema)
     for dest, value in flags.items():

@@ -29,6 +29,8 @@ JSON_TYPES = ("json", "json_object", "json_list")
 # GPU indices, UUIDs (GPU-…) and MIG names (MIG-GPU-…/1/0), comma-separated
 _CUDA_DEVICES = re.compile(r"[A-Za-z0-9,:/._ -]*")
 _INT_TYPES = ("int", "human_int")
+# No sglang deployment spans more machines; a larger number is a typo (nodes = 10000).
+MAX_NODES = 1024
 # dests a profile holds elsewhere or cannot hold at all
 _NOT_FLAGS = {
     "model_path": "the model is the profile's `model`, not a flag",
@@ -66,6 +68,9 @@ class Profile:
     entry: Entry = "launch_server"
     notes: str = ""
     validated: Validated | None = None
+    # machines this one server spans (sglang's --nnodes); each runs the same line but
+    # its --node-rank. The truth for every per-node line and export.
+    nodes: int = 1
     # sha256 of the file bytes this was loaded from (None: never saved); `save`
     # refuses when the file no longer has it. Not part of equality.
     revision: str | None = field(default=None, compare=False, repr=False)
@@ -282,8 +287,23 @@ def check_profile(profile: Profile, schema: FlagSchema | None = None) -> None:
     problems += check_env(profile.env)[1]
     problems += check_secrets(profile.secrets, schema)[1]
     problems += check_text_fields(profile)
+    problems += check_nodes(profile.nodes)
     if problems:
         raise UserError(f"profile '{profile.name}': {problems[0][1]}")
+
+
+def check_nodes(nodes: Any) -> list[tuple[str, str]]:
+    """Problems with a node count: a whole number from 1 to MAX_NODES."""
+    if isinstance(nodes, bool) or not isinstance(nodes, int):
+        return [("nodes", f"nodes must be a whole number of machines, got {shown(repr(nodes))}")]
+    if not 1 <= nodes <= MAX_NODES:
+        return [
+            (
+                "nodes",
+                f"nodes must be from 1 to {MAX_NODES} (the machines one server spans), got {nodes}",
+            )
+        ]
+    return []
 
 
 def check_text_fields(profile: Profile) -> list[tuple[str, str]]:

@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from sglaunch.errors import UserError
-from sglaunch.flags.argv import suggest
+from sglaunch.flags.argv import flag_tokens, suggest
 from sglaunch.flags.launchline import LaunchLine, parse_launch_line
 from sglaunch.flags.prefix import options_with_prefix
 from sglaunch.flags.schema import FlagSchema, FlagSpec, bundled_schema
@@ -32,7 +32,6 @@ from sglaunch.profiles.argvform import (
     command_tokens,
     env_items,
     exported_model,
-    flag_tokens,
     parse_values,
     profile_from_values,
     quote,

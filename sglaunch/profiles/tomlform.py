@@ -4,6 +4,7 @@
     name = "sala-tp2"
     model = "example:minicpm-sala"
     entry = "launch_server"          # or "serve"
+    nodes = 2                        # machines this server spans (default 1)
     sglang_python = "/opt/sglang/bin/python"   # optional
     notes = "..."
 
@@ -55,6 +56,7 @@ from sglaunch.profiles.profile import (
     Validated,
     check_env,
     check_flags,
+    check_nodes,
     check_profile,
     check_secrets,
     check_text_fields,
@@ -75,6 +77,7 @@ _TOP_KEYS = (
     "entry",
     "sglang_python",
     "notes",
+    "nodes",
     "gpus",
     "flags",
     "env",
@@ -129,6 +132,8 @@ def profile_to_toml(profile: Profile, schema: FlagSchema | None = None) -> bytes
         doc["sglang_python"] = profile.sglang_python
     if profile.notes:
         doc["notes"] = profile.notes
+    if profile.nodes != 1:
+        doc["nodes"] = profile.nodes
     gpus = {
         k: v
         for k, v in (
@@ -256,6 +261,11 @@ def profile_from_toml(
     if entry not in ENTRIES:
         raise r.fail(f"entry must be launch_server or serve, got {entry!r}", "entry")
 
+    nodes = doc.get("nodes", 1)
+    problems = check_nodes(nodes)
+    if problems:
+        raise r.fail(problems[0][1], "nodes")
+
     gpus_doc = r.table(doc, "gpus")
     gpus = GpuSelection(
         cuda_visible_devices=r.get(
@@ -323,6 +333,7 @@ def profile_from_toml(
         entry=entry,
         notes=r.get(doc, "notes", str, "a string") or "",
         validated=validated,
+        nodes=nodes,
     )
     problems = check_text_fields(profile)
     if problems:

@@ -89,6 +89,8 @@ class RunInfo:
 
     @property
     def log_path(self) -> Path:
+        if isinstance(self.record.get("slurm_job"), str):
+            return self.path / SLURM_HEAD_LOG  # the head node's log (profiles/slurm.py)
         return self.path / LOG_NAME
 
     def to_json(self) -> dict[str, Any]:
@@ -244,6 +246,15 @@ def load_run(path: Path, *, tail: int = TAIL_LINES) -> RunInfo:
         diagnosis=diagnosis if isinstance(diagnosis, Mapping) else None,
         record=record,
     )
+    if isinstance(record.get("slurm_job"), str):
+        # a Slurm job: Slurm says whether it runs, not a local pid
+        state, note = slurm_state(record)
+        return replace(
+            info,
+            state=state,
+            note=note,
+            log_tail=read_tail(info.log_path, tail) if state.final else (),
+        )
     verdict = check(identity, pid) if pid is not None else None
     state, note, unwatched = derive_state(record, verdict)
     tail_lines = (
@@ -273,6 +284,41 @@ def _ending(record: Mapping[str, Any]) -> str:
     if isinstance(record.get("error"), str):
         return printable(record["error"])
     return "status unknown"
+
+
+SLURM_HEAD_LOG = "node-0.log"
+
+
+def slurm_state(record: Mapping[str, Any]) -> tuple[RunState, str]:
+    """A Slurm run's state: its recorded end, else what Slurm says of the job now."""
+    from sglaunch.errors import UserError
+    from sglaunch.runtime.slurmjob import ENDED_OK, job_state
+
+    job = str(record["slurm_job"])
+    status = record.get("status")
+    if status in _RECORDED_END:
+        why = record.get("error")
+        note = f"slurm job {job}: " + (printable(why) if isinstance(why, str) else str(status))
+        return _RECORDED_END[str(status)], note
+    try:
+        now = job_state(job)
+    except UserError as exc:
+        return RunState.UNKNOWN, printable(f"slurm job {job}: {exc.message}")
+    if now.queued:
+        return RunState.STARTING, f"slurm job {job}: queued"
+    if now.running:
+        where = f" on {printable(now.nodes)}" if now.nodes else ""
+        if status == "stopping":
+            return RunState.STOPPING, f"slurm job {job}: cancelling{where}"
+        ready = status in ("ready", "detached") and record.get("ready_at") is not None
+        return (RunState.READY if ready else RunState.STARTING), f"slurm job {job}{where}"
+    if now.state in ENDED_OK:
+        return RunState.EXITED, f"slurm job {job}: {now.state.lower()}"
+    if now.state is None:
+        return RunState.CRASHED, f"slurm job {job}: Slurm no longer knows it"
+    was_ready = record.get("ready_at") is not None
+    state = RunState.DIED if was_ready else RunState.FAILED
+    return state, f"slurm job {job}: {now.state.lower()}"
 
 
 def derive_state(record: Mapping[str, Any], verdict: Verdict | None) -> tuple[RunState, str, bool]:

@@ -128,6 +128,8 @@ def stop_tree(pid: int, grace: float) -> StopOutcome:
 
 def stop_run(run: RunInfo, *, grace: float = DEFAULT_GRACE_S) -> StopOutcome | None:
     """Stop `run`'s server; None when it had already ended. UserError when it is refused."""
+    if isinstance(run.record.get("slurm_job"), str):
+        return stop_slurm_run(run)
     try:
         pid = _refuse_unless_ours(run)
     except _AlreadyEnded:
@@ -162,3 +164,28 @@ def _record_stopping(run: RunInfo) -> None:
         RunDir.open(run.path, dict(now.record)).update_status(
             status="stopping", stop_requested_at=time.time(), stopped_by="sglaunch runs stop"
         )
+
+
+def stop_slurm_run(run: RunInfo, *, wait_s: float = 120.0) -> StopOutcome | None:
+    """`scancel` the run's Slurm job and wait until Slurm lists none of its tasks."""
+    from sglaunch.runtime.slurmjob import cancel
+
+    if not run.state.running and run.state is not RunState.UNKNOWN:
+        return None
+    job = str(run.record["slurm_job"])
+    _record_stopping(run)
+    gone = cancel(job, wait_s=wait_s)
+    if not gone:
+        raise UserError(
+            f"slurm job {job} of run {run.name} still lists tasks after {wait_s:g} s: "
+            f"check `squeue -j {job}` and `scancel {job}` again"
+        )
+    now = load_run(run.path, tail=0)
+    if now.record.get("status") not in ("stopped", "failed", "died"):
+        with contextlib.suppress(OSError):
+            RunDir.open(run.path, dict(now.record)).update_status(
+                status="stopped", stopped_by="sglaunch runs stop", ended_at=time.time()
+            )
+    nodes = run.record.get("nodes")
+    count = nodes if isinstance(nodes, int) and not isinstance(nodes, bool) else 0
+    return StopOutcome(pid=0, processes=count, killed=0, left=())

@@ -107,7 +107,8 @@ class Scheduler:
         cfg, log = self.cfg, self.log
         mf = cfg["mem_fraction_static"]
         self.at(1.0)
-        log.info("Init parallel begin.")
+        if not cfg.get("init_begun"):  # the multi-node main logs it before the rendezvous
+            log.info("Init parallel begin.")
         self.at(1.5)
         log.info("Init parallel ends. elapsed=0.50 s")
         log.info("Memory baseline taken. mem usage=0.45 GB")

@@ -81,6 +81,8 @@ class FakeServer(Endpoints):
         self.shutdown_started = False
         excl = getattr(args, "uvicorn_access_log_exclude_prefixes", None) or []
         self.access_exclude = tuple(excl) if isinstance(excl, list) else (str(excl),)
+        # what the multi-node mode adds to every child's configuration
+        self.child_extra: dict[str, Any] = {}
 
     # --- timeline helpers
 
@@ -204,8 +206,8 @@ class FakeServer(Endpoints):
             "max_running_requests": args.max_running_requests or 2048,
             "context_len": self.context_len,
         }
-        roles = [("scheduler", r) for r in range(args.tp_size or 1)] + [("detokenizer", 0)]
-        for role, rank in roles:
+        base.update(self.child_extra)
+        for role, rank in self.local_roles():
             cmd_r, cmd_w = os.pipe()
             fds = [cmd_r]
             cfg = dict(base, cmd_fd=cmd_r)
@@ -230,6 +232,10 @@ class FakeServer(Endpoints):
                 self.detok_fd = cmd_w
             self.children.append(proc)
         self.metrics.sched_pids = [p.pid for p in self.schedulers]
+
+    def local_roles(self) -> list[tuple[str, int]]:
+        """The children of this node: one scheduler per TP rank, then the detokenizer."""
+        return [("scheduler", r) for r in range(self.args.tp_size or 1)] + [("detokenizer", 0)]
 
     def wait_for_schedulers(self) -> None:
         # engine.py _wait_for_scheduler_ready: block on each pipe, checking liveness every 5 s.

@@ -20,7 +20,7 @@ from sglaunch.validators.engine import get_rule, validate
 from sglaunch.validators.facts import GpuFacts
 from sglaunch.validators.findings import Finding, Severity
 
-# where the snapshot scenes show the bundled examples (tests/tui/scenes.py, pin_paths)
+# where the snapshot scenes show the bundled examples (tests/support/scenes.py, pin_paths)
 EXAMPLES_SHOWN_AT = "/opt/sglaunch/examples"
 
 

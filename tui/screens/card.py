@@ -56,6 +56,12 @@ class CardScreen(ModalScreen[Fix | None]):
                     yield Static(Text(f.detail, style="italic"), classes="card-detail")
                 yield Static(Text("What it means", style="bold underline"), classes="card-head")
                 yield Static(c.what, classes="card-text")
+                if c.source:
+                    yield Static(
+                        Text(f"Where sglang raises it  {c.ref}", style="bold underline"),
+                        classes="card-head",
+                    )
+                    yield Static(Text("\n".join(c.source)), classes="card-text")
                 yield Static(Text("When it happens", style="bold underline"), classes="card-head")
                 yield Static(c.when, classes="card-text")
                 yield Static(Text("Solutions", style="bold underline"), classes="card-head")

@@ -190,17 +190,28 @@ def no_gpu_line(real: GpuFacts | None) -> str:
     return f"No GPU was found on this machine: {why}."
 
 
-class GpuScreen(ModalScreen["GpuChoice | None"]):
-    """Pick which GPUs to use (CUDA_VISIBLE_DEVICES), or a planning preset."""
+@dataclass(frozen=True)
+class GpuPick:
+    """What the GPU dialog chose: the GPUs of a node (None: as they were) and the nodes."""
+
+    choice: GpuChoice | None
+    nodes: int = 1
+
+
+class GpuScreen(ModalScreen["GpuPick | None"]):
+    """Pick which GPUs to use (CUDA_VISIBLE_DEVICES), or a planning preset, on how many nodes."""
 
     HELP_TITLE = "choose GPUs"
     BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("f1", "app.show_keys", "Keys")]
 
-    def __init__(self, gpu: GpuFacts, real: GpuFacts | None, visible: str | None) -> None:
+    def __init__(
+        self, gpu: GpuFacts, real: GpuFacts | None, visible: str | None, nodes: int = 1
+    ) -> None:
         super().__init__()
         self.gpu = gpu
         self.real = real  # the NVML facts, when there is a GPU
         self.visible_devices = visible
+        self.nodes = nodes
 
     def compose(self) -> ComposeResult:
         with Vertical(id="gpus", classes="dialog"):
@@ -247,6 +258,10 @@ class GpuScreen(ModalScreen["GpuChoice | None"]):
             # the preset as the dialog opened: a change to it means "plan for that machine"
             self._initial_preset = (current, count)
             yield Input(value=count, placeholder="how many", id="gpu-count", type="integer")
+            yield Static(
+                Text("Nodes: machines one server spans, each with these GPUs:", style="dim")
+            )
+            yield Input(value=str(self.nodes), placeholder="nodes", id="gpu-nodes", type="integer")
             yield Label("", id="gpu-error")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Apply", id="gpu-apply", variant="primary")
@@ -254,9 +269,19 @@ class GpuScreen(ModalScreen["GpuChoice | None"]):
 
     @on(Button.Pressed, "#gpu-apply")
     @on(Input.Submitted, "#gpu-count")
+    @on(Input.Submitted, "#gpu-nodes")
     def _apply(self) -> None:
+        from sglaunch.profiles.profile import MAX_NODES  # the profile's own bound
+
         preset = self.query_one("#gpu-preset", Select).value
         count = self.query_one("#gpu-count", Input).value.strip() or "1"
+        nodes_text = self.query_one("#gpu-nodes", Input).value.strip() or "1"
+        if not nodes_text.isdigit() or not 1 <= int(nodes_text) <= MAX_NODES:
+            self.query_one("#gpu-error", Label).update(
+                Text(f"the nodes must be 1 to {MAX_NODES}", style="red")
+            )
+            return
+        nodes = int(nodes_text)
         has_real = self.real is not None and self.real.mode is GpuMode.NVML
         if preset is not Select.NULL and (not has_real or (preset, count) != self._initial_preset):
             if not count.isdigit() or not 1 <= int(count) <= 64:
@@ -264,17 +289,17 @@ class GpuScreen(ModalScreen["GpuChoice | None"]):
                     Text("the count must be 1 to 64", style="red")
                 )
                 return
-            self.dismiss(GpuChoice(preset=f"{preset}x{count}"))
+            self.dismiss(GpuPick(GpuChoice(preset=f"{preset}x{count}"), nodes))
             return
         if not has_real:
-            self.dismiss(None)
+            self.dismiss(GpuPick(None, nodes) if nodes != self.nodes else None)
             return
         sel = self.query_one("#gpu-select", SelectionList)
         chosen = sorted(sel.selected)
         if not chosen:
             self.query_one("#gpu-error", Label).update(Text("choose at least one GPU", style="red"))
             return
-        self.dismiss(GpuChoice(visible=",".join(str(i) for i in chosen)))
+        self.dismiss(GpuPick(GpuChoice(visible=",".join(str(i) for i in chosen)), nodes))
 
     @on(Button.Pressed, "#gpu-cancel")
     def action_cancel(self) -> None:

@@ -1,4 +1,8 @@
-"""`m`: the parallel layouts (tp × dp × pp, attention DP) that fit the GPUs; enter picks one."""
+"""`m`: the parallel layouts (tp × dp × pp, attention DP) that fit the GPUs; enter picks one.
+
+Across nodes: one server over all of them (its --nnodes), or one server per node behind
+sglang's router (sglang refuses --dp-size replicas across nodes).
+"""
 
 from __future__ import annotations
 
@@ -39,13 +43,21 @@ def layout_fix(layout: Layout) -> Fix:
     label = f"Use tp {layout.tp} × dp {layout.dp} × pp {layout.pp}" + (
         f" with attention DP {layout.attn_dp} ({spelled})" if layout.attn_dp > 1 else ""
     )
+    nodes, servers = layout.nodes, layout.servers
+    if nodes > 1:
+        label += f" over {nodes} nodes"
+    elif servers > 1:
+        label += f", one server per node ({servers} behind sglang's router)"
     return Fix(
         label=label,
         set={d: v for d, v in sizes.items() if v != 1}
-        | ({"enable_dp_attention": True} if old else {}),
+        | ({"enable_dp_attention": True} if old else {})
+        | ({"nnodes": nodes} if nodes > 1 else {}),
         unset=(
             *(d for d, v in sizes.items() if v == 1),
             *(() if old else ("enable_dp_attention",)),
+            # each server of a routed layout is a one-node server
+            *(("nnodes", "node_rank") if servers > 1 else ()),
         ),
     )
 
@@ -59,6 +71,13 @@ def layout_applied(fix: Fix, cli_name: Callable[[str], str]) -> str:
     return "Layout applied: " + (" ".join(words) or "tp 1 × dp 1 × pp 1 (sglang's defaults)")
 
 
+def node_cell(layout: Layout) -> str:
+    """The nodes column: one server over the nodes, or servers behind the router."""
+    if layout.servers > 1:
+        return f"{layout.servers} × 1 + router"
+    return str(layout.nodes)
+
+
 class LayoutsScreen(ModalScreen["Fix | None"]):
     """Dismisses with the fix that selects the chosen layout, or None."""
 
@@ -70,19 +89,31 @@ class LayoutsScreen(ModalScreen["Fix | None"]):
     ]
 
     def __init__(
-        self, layouts: list[Layout], gpus: int, current: tuple[int, int, int, int]
+        self,
+        layouts: list[Layout],
+        gpus: int,
+        current: tuple[int, int, int, int],
+        nodes: int = 1,
+        current_nodes: int = 1,
     ) -> None:
         super().__init__()
         self.layouts = layouts
-        self.gpus = gpus
+        self.gpus = gpus  # one node's
         self.current = current
+        self.nodes = nodes
+        self.current_nodes = current_nodes  # the line's --nnodes
 
     def compose(self) -> ComposeResult:
         fits = sum(1 for layout in self.layouts if layout.verdict != "does-not-fit")
         with Vertical(id="layouts", classes="dialog"):
             yield Static(
                 Text.assemble(
-                    (f"Parallel layouts on {self.gpus} GPUs", "bold"),
+                    (
+                        f"Parallel layouts on {self.nodes} nodes × {self.gpus} GPUs"
+                        if self.nodes > 1
+                        else f"Parallel layouts on {self.gpus} GPUs",
+                        "bold",
+                    ),
                     (f"  {fits} of {len(self.layouts)} fit · enter uses one · esc closes", "dim"),
                 ),
                 classes="dialog-title",
@@ -96,6 +127,7 @@ class LayoutsScreen(ModalScreen["Fix | None"]):
             "dp",
             "pp",
             "attn DP",
+            *(("nodes",) if self.nodes > 1 else ()),
             "GPUs",
             "weights/GPU",
             # one replica's pool (a DP or attention-DP rank's) and all of them together
@@ -106,7 +138,9 @@ class LayoutsScreen(ModalScreen["Fix | None"]):
         )
         for i, layout in enumerate(self.layouts):
             plan = layout.plan
-            here = (layout.tp, layout.dp, layout.pp, layout.attn_dp) == self.current
+            here = (layout.tp, layout.dp, layout.pp, layout.attn_dp) == self.current and (
+                layout.servers == 1 and layout.nodes == self.current_nodes
+            )
             weights = f"{plan.weights_bytes / GIB:.1f} GiB" if plan.weights_bytes else "?"
             verdict = layout.verdict + (" ◀ now" if here else "")
             table.add_row(
@@ -114,6 +148,7 @@ class LayoutsScreen(ModalScreen["Fix | None"]):
                 str(layout.dp),
                 str(layout.pp),
                 str(layout.attn_dp),
+                *((node_cell(layout),) if self.nodes > 1 else ()),
                 str(layout.gpus),
                 weights,
                 count_text(layout.kv_tokens_per_replica),

@@ -226,7 +226,7 @@ class MainScreen(Screen[None]):
             kept = session.model.source if session.model is not None else None
             panel.show_error(session.model_error, kept=kept)
         elif session.model is not None:
-            panel.show(session.model, trust_remote_code=trust)
+            panel.show(session.model, trust_remote_code=trust, note=session.model_note)
         elif session.model_note:
             panel.show_not_cached(session.model_note)
         else:

@@ -135,7 +135,9 @@ class ModelPanel(Static):
             )
         )
 
-    def show(self, facts: ModelFacts, *, trust_remote_code: bool) -> None:
+    def show(self, facts: ModelFacts, *, trust_remote_code: bool, note: str | None = None) -> None:
+        """`note`: how the facts were read when that is not the model's own config (a bundled
+        copy of a repo that is not in the local cache)."""
         self.set_class(False, "-error")
         t = Table.grid(padding=(0, 1))
         t.add_column(style="dim", justify="right")
@@ -183,6 +185,8 @@ class ModelPanel(Static):
             t.add_row("code", Text("no remote code", style="dim"))
         if facts.config_error:
             t.add_row("config", Text(facts.config_error, style="red"))
+        if note:
+            t.add_row("config", Text(note, style="yellow"))
         self.update(t)
 
 
@@ -190,7 +194,9 @@ class CommandPreview(Static):
     """The exact launch line (or sglang --config YAML)."""
 
     def show(self, text: str, *, mode: str) -> None:
-        label = "launch command" if mode == "command" else "sglang --config YAML"
+        label = {"command": "launch command", "nodes": "launch command per node"}.get(
+            mode, "sglang --config YAML"
+        )
         self.border_title = f"{label}  (c copy · y toggle)"
         self.set_class(mode == "yaml", "-yaml")
         self.update(Text(text))

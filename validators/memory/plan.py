@@ -373,6 +373,7 @@ def _plan(inp: CheckInput, resolved: Mapping[str, Any] | None) -> MemoryPlan:
     if b is None:
         return _empty(inp, k, ("no GPU facts: pick a planning preset (--gpu NAMExCOUNT)",))
     assumptions.append(f"baseline P = {b.free_bytes / GIB:.2f} GiB ({b.source}; {b.cost_note})")
+    assumptions.extend(_nodes_notes(inp, k, b))
     weights, wsource, wnotes = _weights(inp, k)
     assumptions.extend(wnotes)
     shapes = inp.model.shapes if inp.model is not None else None
@@ -427,6 +428,21 @@ def _budget_message(
     except CellError:
         return None
     return None
+
+
+def _nodes_notes(inp: CheckInput, k: Knobs, b: Baseline) -> list[str]:
+    """One server over several nodes: the plan is per GPU of the whole world, every node alike."""
+    try:
+        nodes = int(inp.value("nnodes"))
+    except (TypeError, ValueError):
+        return []
+    if nodes <= 1:
+        return []
+    return [
+        f"{nodes} nodes: per GPU of the whole world (tp {k.tp} × pp {k.pp} = {k.world_size} GPUs, "
+        f"{k.world_size // nodes} on each node); NCCL's start-up cost across nodes taken as "
+        f"within one node's ({b.startup_cost_bytes / GIB:.2f} GiB; no multi-node start-up log measured)"
+    ]
 
 
 def _knob_notes(k: Knobs) -> list[str]:

@@ -300,8 +300,8 @@ def highest_gpu_index(inp: CheckInput) -> int:
 )
 def parallel_gpus(inp: CheckInput) -> Iterator[Finding]:
     tp, pp, dp = tp_size(inp), pp_size(inp), max(dp_size(inp), 1)
-    if tp < 1 or pp < 1 or inp.gpu.count == 0:
-        return
+    if tp < 1 or pp < 1 or inp.gpu.count == 0 or _int(inp.value("nnodes")) > 1:
+        return  # across nodes: multinode.py's gpus-per-node, per node
     need = highest_gpu_index(inp) + 1
     have = inp.gpu.count
     if need <= have:
