@@ -452,10 +452,7 @@ def print_layouts(
     )
     for lay in table:
         p = lay.plan
-        verdict = lay.verdict + (f" ({', '.join(lay.blocking)})" if lay.blocking else "")
-        if p.error is not None and not lay.blocking:
-            verdict += f" ({p.error.kind})"
-        color = {"fits": "32", "tight": "33", "does-not-fit": "31"}[lay.verdict]
+        verdict, color = _layout_verdict(lay)
         print(
             f"  {lay.tp:>3} {lay.dp:>3} {lay.pp:>3} {lay.attn_dp:>3} {lay.gpus:>4} "
             f"{_g(p.weights_bytes):>12} {count_text(lay.kv_tokens_per_replica):>17} "
@@ -463,6 +460,15 @@ def print_layouts(
             f"{paint(verdict, color)}",
             file=err,
         )
+
+
+def _layout_verdict(lay: Layout) -> tuple[str, str]:
+    """A layout's verdict as the table writes it (with what blocks it, or the plan's error
+    kind) and its colour."""
+    verdict = lay.verdict + (f" ({', '.join(lay.blocking)})" if lay.blocking else "")
+    if lay.plan.error is not None and not lay.blocking:
+        verdict += f" ({lay.plan.error.kind})"
+    return verdict, {"fits": "32", "tight": "33", "does-not-fit": "31"}[lay.verdict]
 
 
 def _print_node_layouts(table: list[Layout], err: TextIO, paint: Painter) -> None:
@@ -475,10 +481,7 @@ def _print_node_layouts(table: list[Layout], err: TextIO, paint: Painter) -> Non
     )
     for lay in table:
         p = lay.plan
-        verdict = lay.verdict + (f" ({', '.join(lay.blocking)})" if lay.blocking else "")
-        if p.error is not None and not lay.blocking:
-            verdict += f" ({p.error.kind})"
-        color = {"fits": "32", "tight": "33", "does-not-fit": "31"}[lay.verdict]
+        verdict, color = _layout_verdict(lay)
         print(
             f"  {lay.tp:>3} {lay.dp:>3} {lay.pp:>3} {lay.attn_dp:>3} {lay.machines:>5} {lay.gpus:>4} "
             f"{_g(p.weights_bytes):>12} {count_text(lay.kv_tokens_per_replica):>17} "

@@ -11,7 +11,7 @@ from sglaunch.tui.app import SglaunchApp
 from sglaunch.tui.screens.dialogs import ConfirmScreen
 from sglaunch.tui.screens.profiles import ProfilesScreen
 from sglaunch.tui.widgets.flag_editor import FlagEditor
-from tests.support.tui import make_app
+from tests.support.tui import make_app, wait_until
 
 
 async def settle(app: SglaunchApp, pilot) -> None:  # type: ignore[no-untyped-def]
@@ -62,10 +62,13 @@ async def test_load_from_the_picker_and_diff(tmp_path: Path) -> None:
         await pilot.pause()
         screen = app.screen
         assert isinstance(screen, ProfilesScreen)
-        screen.query_one(OptionList).highlighted = 0
+        options = screen.query_one(OptionList)
+        assert await wait_until(pilot, lambda: options.option_count > 0), "no profile listed"
+        options.highlighted = 0
         await pilot.press("ctrl+f")  # diff with the launch being edited
-        await pilot.pause()
         table = screen.query_one("#profile-diff-table", DataTable)
+        # a loaded machine delivers the key a frame or more later: wait for the table (bounded)
+        assert await wait_until(pilot, lambda: table.row_count > 0), "the diff never showed"
         rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
         assert ["--tp-size", "4", "2"] in rows
         assert any(r[0] == "model" for r in rows)
