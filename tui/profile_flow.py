@@ -134,7 +134,7 @@ class ProfileFlow:
         store = self.store()
 
         def diff_with(name: str) -> list[Any]:
-            from sglaunch.profiles import diff
+            from sglaunch.profiles.diff import diff
 
             return diff(store.load(name), self.app.session.to_profile(name), self.app.schema)
 

@@ -11,6 +11,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+# `diff` is both a submodule and a function of it: once anything imports the submodule, the
+# import system sets the package's `diff` to the module, which a lazy name never replaces
+# (`from sglaunch.profiles import diff` then gave the module: "'module' object is not
+# callable" in the picker's diff). Bound here, the function wins; the module is light.
+from sglaunch.profiles.diff import DiffLine, diff
+
 # Imported on first use (PEP 562): a module that needs one name here (the session needs
 # MAX_NODES) must not pay for the YAML, TOML and store stack on `sglaunch check`'s path.
 if TYPE_CHECKING:
@@ -22,7 +28,6 @@ if TYPE_CHECKING:
         to_command,
         to_script,
     )
-    from sglaunch.profiles.diff import DiffLine, diff
     from sglaunch.profiles.launch import sglang_argv
     from sglaunch.profiles.profile import (
         SCHEMA_VERSION,
@@ -60,8 +65,6 @@ _LAZY = {
     "profile_from_command": "sglaunch.profiles.command",
     "to_command": "sglaunch.profiles.command",
     "to_script": "sglaunch.profiles.command",
-    "DiffLine": "sglaunch.profiles.diff",
-    "diff": "sglaunch.profiles.diff",
     "sglang_argv": "sglaunch.profiles.launch",
     "SCHEMA_VERSION": "sglaunch.profiles.profile",
     "GpuSelection": "sglaunch.profiles.profile",

@@ -11,7 +11,7 @@ from sglaunch.tui.app import SglaunchApp
 from sglaunch.tui.screens.dialogs import ConfirmScreen
 from sglaunch.tui.screens.profiles import ProfilesScreen
 from sglaunch.tui.widgets.flag_editor import FlagEditor
-from tests.support.tui import make_app, wait_until
+from tests.support.tui import make_app, plain, wait_until
 
 
 async def settle(app: SglaunchApp, pilot) -> None:  # type: ignore[no-untyped-def]
@@ -68,7 +68,10 @@ async def test_load_from_the_picker_and_diff(tmp_path: Path) -> None:
         await pilot.press("ctrl+f")  # diff with the launch being edited
         table = screen.query_one("#profile-diff-table", DataTable)
         # a loaded machine delivers the key a frame or more later: wait for the table (bounded)
-        assert await wait_until(pilot, lambda: table.row_count > 0), "the diff never showed"
+        said = screen.query_one("#profile-error")
+        assert await wait_until(pilot, lambda: table.row_count > 0), (
+            f"the diff never showed; the picker said {plain(said)!r}"
+        )
         rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
         assert ["--tp-size", "4", "2"] in rows
         assert any(r[0] == "model" for r in rows)

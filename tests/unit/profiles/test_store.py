@@ -294,3 +294,16 @@ def test_paths_under_the_home_folder_are_shown_with_a_tilde(
     assert tilde("/tmp/runs") == "/tmp/runs"
     monkeypatch.setenv("HOME", "/")
     assert tilde("/tmp/runs") == "/tmp/runs"
+
+
+def test_the_packages_diff_is_the_function_whatever_was_imported_first() -> None:
+    import importlib
+    import sys
+
+    import sglaunch.profiles
+    import sglaunch.profiles.diff  # the submodule of that name, on its own
+
+    importlib.reload(sglaunch.profiles)
+    from sglaunch.profiles import diff
+
+    assert callable(diff) and diff is sys.modules["sglaunch.profiles.diff"].diff
