@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import time
 from pathlib import Path
 
 MINICPM = {
@@ -40,6 +41,17 @@ def fake_python(folder: Path, name: str, body: str) -> str:
     path.write_text("#!/bin/sh\n" + body + "\n", encoding="utf-8")
     path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     return str(path)
+
+
+def dead_within(pid: int, seconds: float = 10.0) -> bool:
+    """Whether `pid` is gone within `seconds`: SIGKILL is delivered asynchronously, and a
+    process with a large heap takes a moment to tear down, longer on a loaded machine."""
+    deadline = time.monotonic() + seconds
+    while pid_alive(pid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def pid_alive(pid: int) -> bool:

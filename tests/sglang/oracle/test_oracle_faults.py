@@ -17,7 +17,7 @@ import pytest
 from sglaunch.oracle import Oracle, oracle_findings
 from sglaunch.validators.facts import GpuFacts
 from sglaunch.validators.findings import Severity
-from tests.support.oracle_models import fake_python, pid_alive
+from tests.support.oracle_models import dead_within, fake_python
 
 HANG = {"SGLAUNCH_ORACLE_TEST_HANG": "1"}
 
@@ -155,7 +155,7 @@ def test_close_kills_the_worker_and_its_children(sglang_python: str, h100x1: Gpu
     worker.join(timeout=10)
     assert not worker.is_alive()
     for p in [pid, *children]:
-        assert not pid_alive(p), f"process {p} outlived close()"
+        assert dead_within(p), f"process {p} outlived close()"
 
 
 @pytest.mark.oracle
@@ -175,10 +175,7 @@ def test_the_worker_dies_with_its_client(sglang_python: str, tmp_path: Path) -> 
     )
     assert done.returncode == 0, done.stderr
     pid = int(done.stdout.strip())
-    deadline = time.monotonic() + 10
-    while pid_alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not pid_alive(pid), "the oracle worker outlived its client"
+    assert dead_within(pid), "the oracle worker outlived its client"
 
 
 def _children(pid: int) -> list[int]:
@@ -215,7 +212,7 @@ def test_a_worker_started_from_a_thread_outlives_that_thread(
         assert oracle.worker_pid == pid
     finally:
         oracle.close()
-    assert not pid_alive(pid)
+    assert dead_within(pid)
 
 
 def test_a_failed_start_is_retried_by_start_not_by_each_request(
