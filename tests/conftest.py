@@ -18,6 +18,7 @@ from sglaunch.flags.argv import parse_argv
 from sglaunch.flags.schema import bundled_schema
 from sglaunch.validators.engine import Report, validate
 from sglaunch.validators.facts import CheckInput, ModelFacts
+from tests.support.xdist_groups import add_release_groups
 
 DATA = Path(__file__).parent / "data"
 MODELS = DATA / "models"
@@ -101,15 +102,10 @@ def _oracle_service_folder() -> Iterator[Path]:
             os.environ[name] = value
 
 
+# first: xdist reads the groups in its own hook of this name, which otherwise runs before
+# this one and sees no group (then every worker ran every release's corpus)
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under xdist (`make test` runs the unit, functional and sglang tiers on both cores), the
-    tests of one sglang module and release share an xdist worker: they share one warm sglang
-    worker (a module fixture), whose start costs seconds of sglang's imports."""
-    root = Path(__file__).parent
-    for item in items:
-        parts = item.path.relative_to(root).parts if item.path.is_relative_to(root) else ()
-        if parts[:1] != ("sglang",):
-            continue
-        callspec = getattr(item, "callspec", None)
-        release = callspec.params.get("release", "") if callspec is not None else ""
-        item.add_marker(pytest.mark.xdist_group(f"{'/'.join(parts)}:{release}"))
+    tests of one sglang module and release share an xdist worker (tests/support/xdist_groups.py)."""
+    add_release_groups(items, Path(__file__).parent)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DOCS = ["README.md", "ARCHITECTURE.md", "docs/DESIGN.md"]
 # [text](target) and ![alt](target); a target with a scheme is on the web, not in the clone
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")

@@ -8,7 +8,7 @@ import tomllib
 import zipfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 MAPPING = {"sglaunch": "sglaunch", "sglaunch.validators": "validators", "sglaunch.tui": "tui"}
 
 
