@@ -66,15 +66,11 @@ lint:
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-# mypy and import-linter read the source by import name: build/src lays it out so
-# (validators/ and tui/ install as sglaunch.validators and sglaunch.tui)
 typecheck: $(VENV)/.installed
-	$(VENV)/bin/python scripts/source_tree.py >/dev/null
-	cd build/src && $(CURDIR)/$(VENV)/bin/mypy --config-file $(CURDIR)/pyproject.toml -p sglaunch
+	$(VENV)/bin/mypy -p sglaunch
 
 imports: $(VENV)/.installed
-	$(VENV)/bin/python scripts/source_tree.py >/dev/null
-	cd build/src && PYTHONPATH=. $(CURDIR)/$(VENV)/bin/lint-imports --no-cache $(CURDIR)/pyproject.toml
+	PYTHONPATH=. $(VENV)/bin/lint-imports --no-cache
 
 format:
 	$(VENV)/bin/ruff format .
@@ -94,11 +90,11 @@ screenshots: $(VENV)/.installed
 # its CPU sglang environment, where each release has the lines the rules cite, and the
 # catalogue of every error its argument resolution can raise (scripts/sglang_errors.py).
 schema: $(SGLANG_ENV)/.installed $(foreach v,$(ALL_RELEASES),.venv-sglang-$(v)/.installed)
-	$(SGLANG_ENV)/bin/python sglaunch/flags/extract.py --no-help -o sglaunch/flags/data/schema-0.5.23.json
-	$(SGLANG_ENV)/bin/python sglaunch/facts/extract_model_types.py -o sglaunch/facts/data/model-types-0.5.23.json
+	$(SGLANG_ENV)/bin/python sglaunch/in_sglang/extract_flags.py --no-help -o sglaunch/flags/data/schema-0.5.23.json
+	$(SGLANG_ENV)/bin/python sglaunch/in_sglang/extract_model_types.py -o sglaunch/facts/data/model-types-0.5.23.json
 	for v in $(ALL_RELEASES); do \
-		.venv-sglang-$$v/bin/python sglaunch/flags/extract.py --no-help -o sglaunch/flags/data/schema-$$v.json && \
-		.venv-sglang-$$v/bin/python sglaunch/facts/extract_model_types.py -o sglaunch/facts/data/model-types-$$v.json || exit 1; \
+		.venv-sglang-$$v/bin/python sglaunch/in_sglang/extract_flags.py --no-help -o sglaunch/flags/data/schema-$$v.json && \
+		.venv-sglang-$$v/bin/python sglaunch/in_sglang/extract_model_types.py -o sglaunch/facts/data/model-types-$$v.json || exit 1; \
 	done
 	$(VENV)/bin/python scripts/sglang_lines.py -o validators/sourcelines_table.py \
 		--src 0.5.23=$$($(SGLANG_ENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') \

@@ -18,7 +18,7 @@ from sglaunch.facts.model import load_model_facts
 from sglaunch.facts.presets import parse_gpu_spec
 from sglaunch.flags.argv import parse_argv
 from sglaunch.flags.schema import bundled_schema
-from sglaunch.memory.facts import with_memory_facts
+from sglaunch.memory.assumptions import with_memory_facts
 from sglaunch.validators.engine import validate
 from sglaunch.validators.memory.layouts import plan_layouts
 from sglaunch.validators.memory.plan import plan_memory

@@ -71,7 +71,7 @@ def children(pid: int) -> list[int]:
 
 
 def sglang_rejects(python: str, argv: list[str], runs: int) -> tuple[float, str]:
-    shim = str(ROOT / "sglaunch" / "sglang_import.py")
+    shim = str(ROOT / "sglaunch" / "in_sglang" / "sglang_import.py")
     times, last = [], ""
     for _ in range(runs):
         t0 = time.perf_counter()

@@ -17,10 +17,10 @@ from sglaunch.validators.facts import CheckInput, FlagIssue, GpuFacts, GpuMode, 
 from sglaunch.validators.findings import Finding
 
 if TYPE_CHECKING:
+    from sglaunch.release import FlagFacts
     from sglaunch.session import LaunchSession
     from sglaunch.validators.memory.baseline import MemoryFacts
     from sglaunch.verdict import Verdict
-    from sglaunch.versions import FlagFacts
 
 
 def build_input(
@@ -35,7 +35,7 @@ def build_input(
     memory: MemoryFacts | None = None,
 ) -> CheckInput:
     """`sglang_version`: the release the verdict is for (default: the schema's); `memory`:
-    what is known of the GPUs' start-up cost (sglaunch.memory.facts)."""
+    what is known of the GPUs' start-up cost (sglaunch.memory.assumptions)."""
     return CheckInput(
         flags=dict(flags),
         gpu=gpu,
@@ -81,7 +81,7 @@ def check_flags(
         issues=parsed.issues,
         sglang_version=sglang_version,
     )
-    from sglaunch.memory.facts import with_memory_facts
+    from sglaunch.memory.assumptions import with_memory_facts
 
     inp = with_memory_facts(inp)  # the calibrated start-up cost, for the memory rules
     return BuiltinCheck(flags=dict(parsed.values), parsed=parsed, builtin=validate(inp))

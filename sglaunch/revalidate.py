@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sglaunch.validators.facts import GpuFacts, ModelFacts
-from sglaunch.validators.versions import is_supported, key, semantics
+from sglaunch.validators.release_spans import is_supported, key, semantics
 
 
 @dataclass(frozen=True)

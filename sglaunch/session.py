@@ -64,7 +64,7 @@ from sglaunch.validators.facts import CheckInput, FlagIssue, GpuFacts, GpuMode, 
 from sglaunch.validators.findings import Fix
 
 if TYPE_CHECKING:
-    from sglaunch.memory.startup import Prediction
+    from sglaunch.memory.after_launch import Prediction
     from sglaunch.profiles.profile import Profile
     from sglaunch.runtime.spec import LaunchSpec
     from sglaunch.validators.memory.baseline import MemoryFacts
@@ -154,7 +154,7 @@ class LaunchSession:
         # what the checks say of that, instead of any other model's facts
         self.model_note: str | None = None
         self.issues: list[FlagIssue] = []
-        # the sglang release the verdict is for (sglaunch/versions.py); None: the schema's
+        # the sglang release the verdict is for (sglaunch/release.py); None: the schema's
         self.sglang_version: str | None = None
         # start-up memory beyond the GPU facts: the calibrated cost, --assume-free-gib
         self.memory: MemoryFacts | None = None
@@ -326,7 +326,7 @@ class LaunchSession:
         return self._changed()
 
     def set_memory_facts(self, memory: MemoryFacts | None) -> Report:
-        """What is known of these GPUs' start-up cost (sglaunch.memory.facts reads it)."""
+        """What is known of these GPUs' start-up cost (sglaunch.memory.assumptions reads it)."""
         self.memory = memory
         return self._changed()
 
@@ -722,7 +722,7 @@ class LaunchSession:
         """The memory plan a launch is compared with once sglang logs its own figures."""
         if self.model is None:
             return None
-        from sglaunch.memory.startup import Prediction
+        from sglaunch.memory.after_launch import Prediction
         from sglaunch.validators.memory.plan import plan_memory
 
         plan = plan_memory(self.check_input(), resolved)

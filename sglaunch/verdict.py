@@ -390,7 +390,7 @@ def _at_rank(finding: Finding, rank: int) -> Finding:
 
 
 def _oracle_findings(answer: OracleAnswer) -> list[Finding]:
-    from sglaunch.oracle.findings import oracle_findings
+    from sglaunch.oracle.answer_findings import oracle_findings
 
     return oracle_findings(answer)
 

@@ -3,7 +3,7 @@
 `scripts/sglang_errors.py` (run by `make schema`) extracts the raise and assert sites from
 each supported release's source into `data/errors.json.gz`; this module loads them, finds the
 site of a message (the real text with its values filled in, or a fragment of it), and makes
-its card (`sglaunch.validators.site_cards`). The hand-written cards win where they exist.
+its card (`sglaunch.validators.cards.sites`). The hand-written cards win where they exist.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from functools import cache
 from importlib import resources
 
 from sglaunch.validators.cards import Card, get_card, match_card
-from sglaunch.validators.site_cards import Site, site_card
-from sglaunch.validators.versions import NEWEST, SUPPORTED
+from sglaunch.validators.cards.sites import Site, site_card
+from sglaunch.validators.release_spans import NEWEST, SUPPORTED
 
 __all__ = ["Catalogue", "Site", "card_for", "catalogue", "site_card_for"]
 

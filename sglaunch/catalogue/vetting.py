@@ -17,7 +17,7 @@ from sglaunch.validators.findings import Finding, Fix
 if TYPE_CHECKING:
     from sglaunch.flags.schema import FlagSchema
     from sglaunch.oracle.answer import OracleAnswer
-    from sglaunch.validators.site_cards import Site
+    from sglaunch.validators.cards.sites import Site
 
 MAX_CANDIDATES = 4  # questions to sglang per error, at most
 MAX_FIXES = 3

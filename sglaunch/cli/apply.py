@@ -213,7 +213,7 @@ def _choose_gpus(session: LaunchSession, profile: Profile, spec: str | None, out
         # a launch runs on the GPUs it finds: check for those, not for the planned machine
         out.say(f"! the profile plans for {preset}; checking the GPUs found here", "33")
         session.choose_devices(profile.gpus.cuda_visible_devices)
-    from sglaunch.memory.facts import memory_facts
+    from sglaunch.memory.assumptions import memory_facts
 
     session.set_memory_facts(memory_facts(session.gpu))  # the calibrated start-up cost
     return session.gpu
@@ -221,9 +221,9 @@ def _choose_gpus(session: LaunchSession, profile: Profile, spec: str | None, out
 
 def _versioned_schema(use_oracle: bool, python: str | None, profile: Profile, args: Any) -> Any:
     """The schema and the release to check for: installed, else --sglang-version, else the
-    release the profile was validated with, else the newest (sglaunch.versions)."""
+    release the profile was validated with, else the newest (sglaunch.release)."""
+    from sglaunch.release import load_flag_facts, parse_named
     from sglaunch.revalidate import profile_named_version
-    from sglaunch.versions import load_flag_facts, parse_named
 
     named = parse_named(getattr(args, "sglang_version", None)) or profile_named_version(
         profile.validated

@@ -30,7 +30,7 @@ from sglaunch.validators.findings import Finding
 from sglaunch.verdict import OracleClient, TwoTier, Verdict
 
 if TYPE_CHECKING:
-    from sglaunch.versions import FlagFacts
+    from sglaunch.release import FlagFacts
 
 PARSE_CODES = ("unknown-flag", "ambiguous-flag", "invalid-flag-value")
 
@@ -168,11 +168,11 @@ def check_command(
     nodes: int | None = None,
 ) -> int:
     from sglaunch.facts.model import ModelNotCached, load_model_facts, model_path_for_sglang
-    from sglaunch.versions import load_flag_facts, parse_named
+    from sglaunch.release import load_flag_facts, parse_named
 
     out = out or sys.stdout
     err = err or sys.stderr
-    # which sglang release the verdict is for, and its flags (sglaunch/versions.py); a warm
+    # which sglang release the verdict is for, and its flags (sglaunch/release.py); a warm
     # oracle service already knows the installed version, which saves starting sglang to ask
     known = _known_version(sglang_python) if use_oracle and use_service else None
     facts = load_flag_facts(
@@ -210,7 +210,7 @@ def check_command(
         # sglang's question needs only the launch, not the built-in verdict: sent now, its
         # answer is worked out while this process runs the rules and prepares to read it
         tiers.send_early(session)
-        import sglaunch.oracle.findings  # noqa: F401  (what reading the answer needs)
+        import sglaunch.oracle.answer_findings  # noqa: F401  (what reading the answer needs)
     t0 = time.perf_counter()
     session.validate()  # timed on its own: what one re-check costs
     builtin_ms = (time.perf_counter() - t0) * 1000
@@ -339,7 +339,7 @@ def checked_session(
     """The launch as a session: the flags, the model's facts, the GPUs to check for, and
     what is known of their start-up cost (the calibration store, `--assume-free-gib`)."""
     from sglaunch.facts.gpu import probe_gpus
-    from sglaunch.memory.facts import memory_facts
+    from sglaunch.memory.assumptions import memory_facts
 
     session = LaunchSession(schema, inherited=inherited_env(os.environ))
     session.load_argv(argv, env)

@@ -90,7 +90,7 @@ def doctor_session(
     """The launch to check the host for: a profile's, or a model with the flags after --."""
     from sglaunch.cli.check import model_from_argv, split_launch
     from sglaunch.oracle.interpreter import find_sglang_python
-    from sglaunch.versions import load_flag_facts
+    from sglaunch.release import load_flag_facts
 
     # the newest schema is enough to read the flags: no sglang is started to ask its release
     schema = load_flag_facts(sglang_python, None, read_installed=False).schema

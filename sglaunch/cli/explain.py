@@ -11,7 +11,7 @@ from sglaunch.cli.args import Parser
 from sglaunch.cli.render import Painter, format_card
 from sglaunch.errors import UserError
 from sglaunch.validators.cards import Card, all_cards, get_card, match_card
-from sglaunch.validators.site_cards import Site
+from sglaunch.validators.cards.sites import Site
 
 
 def parser() -> Parser:
@@ -102,7 +102,7 @@ def run(argv: Sequence[str]) -> int:
         )
     card = find(text)
     from sglaunch.oracle.service_client import known_sglang_version
-    from sglaunch.versions import load_flag_facts, parse_named
+    from sglaunch.release import load_flag_facts, parse_named
 
     # the release `check` would name (its version only: no flags are read)
     versions = load_flag_facts(

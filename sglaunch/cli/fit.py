@@ -29,9 +29,9 @@ from sglaunch.validators.facts import CheckInput
 
 if TYPE_CHECKING:
     from sglaunch.oracle.answer import OracleAnswer
+    from sglaunch.release import ActiveVersion
     from sglaunch.session import LaunchSession
     from sglaunch.verdict import Verdict
-    from sglaunch.versions import ActiveVersion
 from sglaunch.memory.api import (
     REJECTED,
     count_text,
@@ -192,9 +192,9 @@ def fit_command(
 ) -> int:
     from sglaunch.checking import findings_json
     from sglaunch.oracle.service_client import known_sglang_version
+    from sglaunch.release import load_flag_facts, parse_named
     from sglaunch.validators.memory.layouts import plan_layouts
     from sglaunch.validators.memory.plan import plan_memory
-    from sglaunch.versions import load_flag_facts, parse_named
 
     out = out or sys.stdout
     err = err or sys.stderr
@@ -223,7 +223,7 @@ def fit_command(
     resolved = None
     probe: dict[str, Any] | None = None
     answer: OracleAnswer | None = None
-    # the defaults that differ between releases are mirrored per release (validators/versions.py)
+    # the defaults that differ between releases are mirrored per release (validators/release_spans.py)
     status = f"built-in mirror of sglang {active.rules_version}'s start-up arithmetic"
     status += " (--oracle asks sglang itself)"
     if use_oracle:
@@ -306,7 +306,7 @@ def _line_verdict(
 ) -> Verdict:
     """`check`'s verdict on the line (sglaunch/verdict.py): the built-in rules, and sglang's
     own answer when --oracle got one; `drop`: codes that are not the line's own."""
-    from sglaunch.oracle.findings import oracle_findings
+    from sglaunch.oracle.answer_findings import oracle_findings
     from sglaunch.verdict import OracleReply, TwoTier
 
     tiers = TwoTier(None)
@@ -325,7 +325,7 @@ def _line_verdict(
 def _ask_oracle(
     inp: CheckInput, argv: list[str], python: str | None
 ) -> tuple[Any, Any, str, OracleAnswer | None]:
-    from sglaunch.memory.oracle import oracle_memory_request
+    from sglaunch.memory.oracle_request import oracle_memory_request
     from sglaunch.oracle.service_client import connect
     from sglaunch.validators.memory.plan import plan_memory
 

@@ -26,7 +26,7 @@ from sglaunch import __version__
 from sglaunch.cli.args import Parser, interpreter_path, node_count
 from sglaunch.errors import UserError
 from sglaunch.exitcodes import ExitCode
-from sglaunch.versions import SUPPORTED_RANGE
+from sglaunch.release import SUPPORTED_RANGE
 
 
 def _check(argv: Sequence[str]) -> int:

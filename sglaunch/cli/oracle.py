@@ -65,7 +65,7 @@ def run(argv: Sequence[str]) -> int:
         if args.force:
             forwarded.append("--force")
         if args.version:
-            from sglaunch.versions import parse_named
+            from sglaunch.release import parse_named
 
             forwarded += ["--version", str(parse_named(args.version, what="--version"))]
         return setup_env.main(forwarded)

@@ -30,8 +30,8 @@ from sglaunch.facts.config_limits import (
     in_snapshots,
     snapshot_in_repo,
 )
-from sglaunch.facts.memory_facts import with_memory_shapes, with_weight_breakdown
-from sglaunch.facts.weights import weight_bytes
+from sglaunch.memory.model_inputs import with_memory_shapes, with_weight_breakdown
+from sglaunch.memory.weights import weight_bytes
 from sglaunch.safeio import kind_of, parse_json, path_stat, read_text, shown
 from sglaunch.validators.facts import ModelFacts
 
@@ -121,7 +121,7 @@ _MIXER_ALIASES = {
 @cache
 def _model_types_data(version: str | None = None) -> dict[str, Any]:
     """The bundled model-type facts of a supported release (the nearest one for any other)."""
-    from sglaunch.validators.versions import semantics
+    from sglaunch.validators.release_spans import semantics
 
     text = (
         resources.files("sglaunch.facts")

@@ -1,7 +1,7 @@
 """The schema of sglang's server flags: names, aliases, types, defaults, choices.
 
 The bundled schemas (`data/schema-VERSION.json` for each supported release, made by
-`flags/extract.py --no-help` under that release: `make schema`; facts only) are used
+`in_sglang/extract_flags.py --no-help` under that release: `make schema`; facts only) are used
 when sglang is absent; the oracle
 reads the installed sglang's schema, with help text, and caches it.
 """
@@ -162,8 +162,8 @@ def bundled_schema(version: str | None = None) -> FlagSchema:
     """The facts-only schema shipped for a supported release (default: the newest).
 
     Any other version gets the nearest supported release's schema; the caller
-    says so (`sglaunch.versions`)."""
-    from sglaunch.validators.versions import semantics
+    says so (`sglaunch.release`)."""
+    from sglaunch.validators.release_spans import semantics
 
     release = semantics(version or SGLANG_VERSION)
     text = (

@@ -340,7 +340,7 @@ def read_rendezvous(addr: str, timeout: float = DNS_TIMEOUT) -> Rendezvous:
 
 def _expected_size(path: Path) -> tuple[int | None, str]:
     """Bytes a safetensors file must have (8 + header + payload), from its header."""
-    from sglaunch.facts.weights import read_safetensors_header, safetensors_payload_bytes
+    from sglaunch.memory.weights import read_safetensors_header, safetensors_payload_bytes
 
     header, problem = read_safetensors_header(path)
     if header is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sglaunch.memory.facts import with_memory_facts
+from sglaunch.memory.assumptions import with_memory_facts
 from sglaunch.validators.facts import CheckInput
 from sglaunch.validators.findings import Finding, Severity
 from sglaunch.validators.memory.layouts import Layout, plan_layouts

@@ -1,7 +1,7 @@
 """The oracle client: a warm sglang worker process, asked one launch line at a time.
 
 Runs in the sglaunch process and never imports torch, sglang or transformers:
-the worker (`worker.py`, run by path under the sglang interpreter) does. Every
+the worker (`in_sglang/oracle_worker.py`, run by path under the sglang interpreter) does. Every
 fault is a one-line status or answer, never a traceback: sglang missing or of
 another version, an environment that cannot import it, a resolution that
 hangs (the worker kills that child and stays up), a worker that dies (the
@@ -27,10 +27,10 @@ from typing import IO, Any
 
 from sglaunch.oracle.answer import OracleAnswer, OracleStatus
 from sglaunch.oracle.interpreter import NOT_INSTALLED, find_sglang_python
+from sglaunch.release import oracle_refusal
 from sglaunch.validators.facts import GpuFacts
-from sglaunch.versions import oracle_refusal
 
-WORKER = Path(__file__).with_name("worker.py")
+WORKER = Path(__file__).resolve().parent.parent / "in_sglang" / "oracle_worker.py"
 # the worker enforces the per-request timeout itself; this is how much longer
 # the client waits before it decides the worker is stuck and kills it
 _BACKSTOP_S = 10.0
@@ -159,7 +159,7 @@ class Oracle:
         paths in `argv` from `cwd` (default: the worker's own).
 
         `memory` ({"pre_gib", "weights_bytes", "kv_cache_quant_algo"}) also asks for
-        sglang's own KV-pool sizing under that emulated memory (oracle/memory_probe.py).
+        sglang's own KV-pool sizing under that emulated memory (in_sglang/memory_probe.py).
         """
         with self._lock:
             status = self._ensure_started(retry_failed=False)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sglaunch import SGLANG_VERSION
-from sglaunch.validators.versions import key
+from sglaunch.validators.release_spans import key
 
 ENV_VAR = "SGLAUNCH_SGLANG_PYTHON"
 NOT_INSTALLED = "sglang is not installed; run `sglaunch oracle setup`"
@@ -40,7 +40,7 @@ def managed_env_dir(version: str = SGLANG_VERSION) -> Path:
 
 def managed_python() -> Path | None:
     """The newest release's managed environment that exists."""
-    from sglaunch.validators.versions import SUPPORTED
+    from sglaunch.validators.release_spans import SUPPORTED
 
     for version in reversed(SUPPORTED):
         python = venv_python(managed_env_dir(version))
@@ -126,7 +126,7 @@ def probe_sglang_version(python: str, timeout: float = 30.0) -> tuple[str | None
 def oracle_refused(python: str) -> tuple[str, str] | None:
     """(sglang's version, why) when `python`'s sglang is one the oracle cannot run, so that
     no service or worker is started for it; None when it may be tried (or says nothing)."""
-    from sglaunch.versions import oracle_refusal  # versions imports this module
+    from sglaunch.release import oracle_refusal  # versions imports this module
 
     version, _ = probe_sglang_version(python)
     if version is None:

@@ -1,6 +1,6 @@
 """The flag schema read from the sglang interpreter itself, with help, cached per version.
 
-`flags/extract.py` runs under the sglang interpreter and prints the schema of
+`in_sglang/extract_flags.py` runs under the sglang interpreter and prints the schema of
 its argparse parser; the JSON is cached under `cache_dir()/schema/`, keyed by
 the interpreter and its sglang version, so later runs read a file instead of
 importing sglang (seconds). Without sglang, the bundled facts-only schema is
@@ -20,9 +20,9 @@ from pathlib import Path
 from sglaunch.errors import UserError
 from sglaunch.flags.schema import FlagSchema, bundled_schema
 from sglaunch.oracle.interpreter import cache_key_path, find_sglang_python, probe_sglang_version
-from sglaunch.versions import out_of_range_line
+from sglaunch.release import out_of_range_line
 
-EXTRACT = Path(__file__).resolve().parent.parent / "flags" / "extract.py"
+EXTRACT = Path(__file__).resolve().parent.parent / "in_sglang" / "extract_flags.py"
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ def _failed(why: str, python: str, version: str) -> SchemaLookup:
 
 
 def _extract(python: str, out: Path, timeout: float) -> str:
-    """Run extract.py under `python` into `out`; returns '' or a one-line reason."""
+    """Run extract_flags.py under `python` into `out`; returns '' or a one-line reason."""
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -111,7 +111,7 @@ def _sglang_version(python: str, source: str) -> tuple[str | None, str]:
     if source == "current":
         # sglang is installed in this very interpreter: its metadata answers in-process
         # (without importing sglang), where a subprocess would cost a Python start-up
-        from sglaunch.sglang_import import sglang_version
+        from sglaunch.in_sglang.sglang_import import sglang_version
 
         version = sglang_version()
         if version is None:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from sglaunch.exitcodes import ExitCode
 from sglaunch.oracle.interpreter import managed_env_dir, venv_python
-from sglaunch.validators.versions import NEWEST, SUPPORTED
+from sglaunch.validators.release_spans import NEWEST, SUPPORTED
 
 TORCH = "torch==2.13.0"
 
@@ -57,7 +57,7 @@ def release_pins(version: str) -> list[str]:
 def _probe_script() -> str:
     # sglang only imports on a CPU box through sglaunch's import shims, which
     # are loaded by path so this works in an environment without sglaunch.
-    shim = Path(__file__).resolve().parent.parent / "sglang_import.py"
+    shim = Path(__file__).resolve().parent.parent / "in_sglang" / "sglang_import.py"
     return (
         "import importlib.util, sys\n"
         f"spec = importlib.util.spec_from_file_location('_sglaunch_sglang_import', {str(shim)!r})\n"

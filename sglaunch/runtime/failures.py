@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sglaunch.runtime.logparse import strip_prefix
-from sglaunch.validators import runtime_cards as rc
 from sglaunch.validators.cards import Card, get_card
+from sglaunch.validators.cards import runtime as rc
 from sglaunch.validators.findings import Fix
 
 _EXCEPTION = re.compile(

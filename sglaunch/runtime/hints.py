@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from sglaunch.validators import runtime_cards as rc
+from sglaunch.validators.cards import runtime as rc
 from sglaunch.validators.findings import Finding, Fix, Severity
 
 # The band for `available_gpu_mem`, the memory left once weights, KV pool and CUDA

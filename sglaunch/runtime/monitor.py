@@ -38,7 +38,7 @@ from sglaunch.runtime.spec import LaunchSpec
 from sglaunch.runtime.startup import StartupTracker
 from sglaunch.runtime.state import EventKind, GpuSample, MonitorEvent, Status
 from sglaunch.secrets import MASK, is_secret_env_name, mask_argv
-from sglaunch.validators import runtime_cards as rc
+from sglaunch.validators.cards import runtime as rc
 
 Subscriber = Callable[[MonitorEvent], None]
 READER_DRAIN_S = 3.0
@@ -453,7 +453,7 @@ class Monitor(Observed):
         prediction = self.spec.prediction
         if prediction is None:
             return []
-        from sglaunch.memory.startup import summary_text
+        from sglaunch.memory.after_launch import summary_text
 
         with self._lock:
             if run.tracker.state.memory is not None:

@@ -59,7 +59,7 @@ from sglaunch.runtime.state import (
     Status,
     WeightsInfo,
 )
-from sglaunch.validators import runtime_cards as rc
+from sglaunch.validators.cards import runtime as rc
 from sglaunch.validators.findings import Finding
 
 # server_args= values the fixes need, for when the dict is not a Python literal

@@ -47,7 +47,7 @@ class Model:
     vision: str | None = None
 
     def vision_in(self, version: str) -> bool:
-        from sglaunch.validators.versions import at_least
+        from sglaunch.validators.release_spans import at_least
 
         return self.vision is not None and at_least(version, self.vision)
 

@@ -1,4 +1,4 @@
-"""A stand-in for sglaunch/oracle/worker.py that needs no sglang: the same JSON-lines protocol.
+"""A stand-in for sglaunch/in_sglang/oracle_worker.py that needs no sglang: the same JSON-lines protocol.
 
 Run as `python fake_worker.py WORKER_PATH [--pdeathsig]` (the oracle client passes the real
 worker's path first). Each answer echoes what the worker saw (argv, cwd, the environment

@@ -18,7 +18,7 @@ from pathlib import Path
 
 
 def main() -> None:
-    shim = Path(__file__).resolve().parents[2] / "sglaunch" / "sglang_import.py"
+    shim = Path(__file__).resolve().parents[2] / "sglaunch" / "in_sglang" / "sglang_import.py"
     spec = importlib.util.spec_from_file_location("_sglaunch_sglang_import", shim)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -1,8 +1,8 @@
 """Stand-in sglang interpreters that report a release sglaunch does not mirror (or a broken one).
 
 A stub answers the version probe (`python -c ...`) with its version, the flag
-extractor (`python .../extract.py -o FILE`) with a schema file, and the oracle
-worker (`python .../worker.py`) with the worker's hello, then exits: enough for
+extractor (`python .../extract_flags.py -o FILE`) with a schema file, and the oracle
+worker (`python .../oracle_worker.py`) with the worker's hello, then exits: enough for
 `check`, `--apply` and the oracle to take it for that sglang.
 """
 
@@ -39,8 +39,8 @@ def stub_sglang(folder: Path, version: str, *, schema: Path | None = None) -> st
     body = (
         'case "$1" in\n'
         f"  -c) echo {shlex.quote(version)};;\n"
-        f"  *extract.py) {extract};;\n"
-        f"  *worker.py) echo {shlex.quote(hello)}; echo 'no GPU emulation here' >&2; exit 4;;\n"
+        f"  *extract_flags.py) {extract};;\n"
+        f"  *oracle_worker.py) echo {shlex.quote(hello)}; echo 'no GPU emulation here' >&2; exit 4;;\n"
         "  *) exit 1;;\n"
         "esac"
     )

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sglaunch.profiles import Profile, ProfileStore
-from sglaunch.validators import runtime_cards as rc
+from sglaunch.validators.cards import runtime as rc
 
 DP = {"tp_size": 2, "enable_dp_attention": True, "dp_size": 2}
 

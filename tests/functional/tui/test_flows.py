@@ -323,7 +323,7 @@ async def test_help_text_from_sglang_is_shown_and_searchable() -> None:
         for f in base.flags
     ]
     with_help = FlagSchema(flags=flags, sglang_version=base.sglang_version, help_included=True)
-    from sglaunch.versions import FlagFacts, VersionSource, choose
+    from sglaunch.release import FlagFacts, VersionSource, choose
 
     facts = FlagFacts(with_help, choose("0.5.23"), "flags read from sglang 0.5.23 (cached)")
     app = make_app(gpu_spec="H100x8", flag_facts=lambda named: facts)

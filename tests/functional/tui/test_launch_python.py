@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from sglaunch.flags.schema import bundled_schema
+from sglaunch.release import FlagFacts, choose
 from sglaunch.tui.screens.dialogs import ConfirmScreen
-from sglaunch.versions import FlagFacts, choose
 from tests.support.tui import make_app, settle_app, wait_until
 
 

@@ -63,7 +63,7 @@ async def test_the_model_is_read_again_for_the_installed_release() -> None:
     # MiniCPM-V 4.7 has no class of its own before 0.5.23: its facts (native class, vision
     # config, and so the memory plan) must be 0.5.21's once that is the installed release
     from sglaunch.flags.schema import bundled_schema
-    from sglaunch.versions import FlagFacts, choose
+    from sglaunch.release import FlagFacts, choose
     from tests.conftest import model_dir
 
     facts = FlagFacts(bundled_schema("0.5.21"), choose("0.5.21"), "flags read from sglang 0.5.21")

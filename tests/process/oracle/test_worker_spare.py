@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from sglaunch.oracle import worker
+from sglaunch.in_sglang import oracle_worker as worker
 
 
 def _who_answers(request: dict[str, Any]) -> dict[str, Any]:

@@ -15,8 +15,8 @@ from sglaunch.runtime.failures import diagnose, exception_line, last_traceback
 from sglaunch.runtime.hints import headroom_band, headroom_hint, metrics_off_hint
 from sglaunch.runtime.rundir import RunDir
 from sglaunch.secrets import MASK, Masker, mask_argv, secret_values
-from sglaunch.validators import runtime_cards as rc
 from sglaunch.validators.cards import match_card
+from sglaunch.validators.cards import runtime as rc
 from sglaunch.validators.findings import Severity
 
 TS = "[2025-06-01 12:00:02]"

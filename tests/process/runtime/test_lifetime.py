@@ -25,7 +25,7 @@ import pytest
 from sglaunch.exitcodes import ExitCode
 from sglaunch.runtime import LaunchSpec, run_headless
 from sglaunch.runtime.probe import Endpoint, request
-from sglaunch.validators import runtime_cards as rc
+from sglaunch.validators.cards import runtime as rc
 from tests.support.processes import alive, fake_spec, free_tcp_port, wait_for, wait_gone, wait_tree
 
 CHILD = Path(__file__).resolve().parents[2] / "support" / "headless_child.py"

@@ -19,7 +19,7 @@ from sglaunch.facts.gpu import probe_gpus
 from sglaunch.runtime import EventKind, LaunchSpec, Monitor, Phase, PortInUseError, Status
 from sglaunch.runtime.probe import Endpoint, request
 from sglaunch.secrets import MASK
-from sglaunch.validators import runtime_cards as rc
+from sglaunch.validators.cards import runtime as rc
 from tests.support.processes import (
     FakeNvml,
     fake_spec,

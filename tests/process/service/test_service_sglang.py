@@ -129,7 +129,7 @@ def test_the_service_sizes_the_pool_with_sglangs_own_code(sglang_python: str, fo
     from sglaunch.facts.model import load_model_facts
     from sglaunch.facts.presets import parse_gpu_spec
     from sglaunch.flags.schema import bundled_schema
-    from sglaunch.memory.oracle import oracle_memory_request
+    from sglaunch.memory.oracle_request import oracle_memory_request
     from sglaunch.session import LaunchSession
     from sglaunch.validators.memory.plan import plan_memory
 

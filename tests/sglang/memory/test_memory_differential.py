@@ -4,7 +4,7 @@ For every example model and test model × H100/H200/A100-40GB/L40S/RTX 5090/B200
 × TP 1/2/4/8 (1/4 on the older releases, where make test also runs it: 0.5.19 and
 0.5.21) × three flag sets, one warm oracle resolves the launch and, with
 the free memory emulated as the plan's baseline less its weights, runs sglang's
-`_resolve_memory_pool_config` (sglaunch/oracle/memory_probe.py). The built-in
+`_resolve_memory_pool_config` (sglaunch/in_sglang/memory_probe.py). The built-in
 plan must equal it: the knobs sglang's resolution sets (mem_fraction_static,
 chunked_prefill_size, the decode graph max_bs, page_size), the tokens, the
 max_running_requests, the SWA and mamba pool sizes, and sglang's error text.
@@ -24,11 +24,11 @@ from typing import Any
 import pytest
 
 from sglaunch.facts.model import model_path_for_sglang
-from sglaunch.memory.oracle import oracle_memory_request, plan_numbers
+from sglaunch.memory.oracle_request import oracle_memory_request, plan_numbers
 from sglaunch.oracle import Oracle
 from sglaunch.oracle.answer import OracleAnswer
 from sglaunch.validators.memory.plan import MemoryPlan, plan_memory
-from sglaunch.validators.versions import key as version_key
+from sglaunch.validators.release_spans import key as version_key
 from tests.conftest import MODELS, make_input
 from tests.releases import RELEASES_VAR, REQUIRED_RELEASES, release_pythons
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from sglaunch.runtime.logparse import Kind, parse_line
-from sglaunch.validators.versions import at_least
+from sglaunch.validators.release_spans import at_least
 from tests.releases import release_pythons
 
 T = "[2026-01-01 12:00:00 TP0] "

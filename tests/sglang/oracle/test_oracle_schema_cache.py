@@ -70,7 +70,7 @@ def test_a_broken_sglang_falls_back_with_its_last_words(home: Path) -> None:
 
 
 def _version_only_python(home: Path) -> str:
-    # answers the version probe; anything else (extract.py) fails
+    # answers the version probe; anything else (extract_flags.py) fails
     return fake_python(home, "python", 'case "$1" in -c) echo 0.5.23;; *) exit 1;; esac')
 
 

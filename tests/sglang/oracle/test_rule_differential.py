@@ -25,7 +25,7 @@ from sglaunch.facts.presets import parse_gpu_spec
 from sglaunch.flags.schema import bundled_schema
 from sglaunch.oracle import Oracle
 from sglaunch.oracle.answer import OracleAnswer
-from sglaunch.oracle.findings import oracle_findings
+from sglaunch.oracle.answer_findings import oracle_findings
 from sglaunch.validators.engine import all_rules, get_rule
 from sglaunch.validators.facts import GpuFacts
 from sglaunch.validators.findings import Finding, Severity

@@ -6,8 +6,8 @@ import pytest
 
 from sglaunch.catalogue import catalogue, site_card_for
 from sglaunch.flags.schema import bundled_schema
-from sglaunch.validators.site_cards import Condition, condition_words
-from sglaunch.validators.versions import SUPPORTED
+from sglaunch.validators.cards.sites import Condition, condition_words
+from sglaunch.validators.release_spans import SUPPORTED
 
 
 def test_the_catalogue_covers_every_supported_release() -> None:

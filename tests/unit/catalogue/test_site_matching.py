@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from sglaunch.catalogue import catalogue, find_site
-from sglaunch.validators.site_cards import Site
+from sglaunch.validators.cards.sites import Site
 
 # the kinds of value sglang formats into its messages
 VALUES = ("4", "fp8_e5m2", "None", "trtllm_mla", "0.85", "[1, 2]", "True", "DeepseekV3ForCausalLM")

@@ -14,7 +14,7 @@ import pytest
 from sglaunch.errors import UserError
 from sglaunch.examples import EXAMPLES
 from sglaunch.facts.model import context_length, facts_from_config, load_model_facts, sala_facts
-from sglaunch.facts.weights import weight_bytes
+from sglaunch.memory.weights import weight_bytes
 from tests.conftest import model_dir
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sglaunch.facts.model import load_model_facts
-from sglaunch.facts.weights import breakdown_from_headers, read_safetensors_header
+from sglaunch.memory.weights import breakdown_from_headers, read_safetensors_header
 from sglaunch.validators.memory.shapes import (
     MHA,
     ModelShapes,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sglaunch.oracle import OracleAnswer, OracleError, oracle_findings
-from sglaunch.oracle.findings import ERROR_CODE, is_noise
+from sglaunch.oracle.answer_findings import ERROR_CODE, is_noise
 from sglaunch.oracle.interpreter import ENV_VAR, NOT_INSTALLED, find_sglang_python, managed_env_dir
 from sglaunch.validators.findings import Severity
 from tests.support.oracle_models import fake_python
@@ -203,10 +203,14 @@ def test_the_client_never_imports_heavy_libraries() -> None:
 
 
 def test_the_worker_side_imports_nothing_of_sglaunch() -> None:
+    """Everything in sglaunch/in_sglang/ runs by path under sglang's interpreter, where
+    sglaunch may not be installed."""
     import ast
 
-    for name in ("worker.py", "gpu_emulation.py"):
-        tree = ast.parse((ROOT / "sglaunch" / "oracle" / name).read_text())
+    files = sorted((ROOT / "sglaunch" / "in_sglang").glob("*.py"))
+    assert {"oracle_worker.py", "gpu_emulation.py", "memory_probe.py"} <= {f.name for f in files}
+    for path in files:
+        tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 assert not any(a.name.startswith("sglaunch") for a in node.names)
@@ -215,9 +219,9 @@ def test_the_worker_side_imports_nothing_of_sglaunch() -> None:
 
 
 def test_every_code_the_oracle_emits_has_a_card() -> None:
-    from sglaunch.oracle import findings as oracle_findings_module
-    from sglaunch.validators import oracle_cards
+    from sglaunch.oracle import answer_findings as oracle_findings_module
     from sglaunch.validators.cards import get_card
+    from sglaunch.validators.cards import oracle as oracle_cards
 
     codes = {
         oracle_findings_module.ERROR_CODE,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from sglaunch.validators.versions import SUPPORTED
+from sglaunch.validators.release_spans import SUPPORTED
 from tests.conftest import run_rules
 
 # --- the matrix --------------------------------------------------------------------

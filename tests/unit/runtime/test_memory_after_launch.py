@@ -8,8 +8,8 @@ from dataclasses import replace
 from sglaunch.facts.model import load_model_facts
 from sglaunch.facts.presets import parse_gpu_spec
 from sglaunch.flags.schema import bundled_schema
-from sglaunch.memory.facts import memory_facts
-from sglaunch.memory.startup import Prediction
+from sglaunch.memory.after_launch import Prediction
+from sglaunch.memory.assumptions import memory_facts
 from sglaunch.runtime import EventKind, Status
 from sglaunch.session import LaunchSession
 from sglaunch.validators.facts import GpuMode

@@ -9,7 +9,7 @@ from sglaunch.runtime.load import LoadStats
 from sglaunch.runtime.logparse import parse_line
 from sglaunch.runtime.startup import StartupTracker, parse_server_args
 from sglaunch.runtime.state import EventKind, GpuSample, MonitorEvent, Phase, Status
-from sglaunch.validators import runtime_cards as rc
+from sglaunch.validators.cards import runtime as rc
 
 T = "[2026-11-01 12:00:{s:02d}]"
 TRANSCRIPT = [

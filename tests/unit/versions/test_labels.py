@@ -136,7 +136,7 @@ def test_a_release_after_the_range_is_checked_with_the_newest_rules(
 def test_a_schema_read_that_fails_says_so(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    python = stub_sglang(tmp_path / "broken", "0.5.20")  # extract.py fails
+    python = stub_sglang(tmp_path / "broken", "0.5.20")  # extract_flags.py fails
     _rc, out, err = check(capsys, "--sglang-python", python, "--json", "--", "--tp-size", "2")
     [line] = [ln for ln in err.splitlines() if "reading sglang's flags failed" in ln]
     assert line == (

@@ -11,17 +11,18 @@ from sglaunch.errors import UserError
 from sglaunch.facts.model import known_model_types, load_model_facts
 from sglaunch.facts.presets import parse_gpu_spec
 from sglaunch.flags.schema import bundled_schema
-from sglaunch.oracle import setup_env, worker
-from sglaunch.revalidate import version_changes
-from sglaunch.validators.engine import get_rule
-from sglaunch.validators.versions import SUPPORTED, in_span, key, semantics
-from sglaunch.versions import (
+from sglaunch.in_sglang import oracle_worker as worker
+from sglaunch.oracle import setup_env
+from sglaunch.release import (
     VersionSource,
     choose,
     oracle_refusal,
     out_of_range_line,
     parse_named,
 )
+from sglaunch.revalidate import version_changes
+from sglaunch.validators.engine import get_rule
+from sglaunch.validators.release_spans import SUPPORTED, in_span, key, semantics
 from tests.conftest import run_rules
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -99,7 +100,7 @@ def test_choose_installed_then_named_then_default() -> None:
 def test_a_version_a_warm_service_knows_starts_no_interpreter(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import sglaunch.versions as versions
+    import sglaunch.release as versions
 
     def no_probe(python: str | None = None) -> tuple[str | None, str | None, str]:
         raise AssertionError("the installed version was known: nothing to start")
