@@ -8,6 +8,7 @@ what, to what.
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Mapping
 
 LONG_LIST = 8  # longer lists are summarised
@@ -97,8 +98,6 @@ def fit_title(title: str, width: int, keep: int = 1) -> str:
 def shorten_lines(text: str, width: int, lines: int) -> str:
     """`text` wrapped at `width` in at most `lines` lines, the last ending in an ellipsis
     at a word's end when the text goes on."""
-    import textwrap
-
     if width <= 0:
         return text
     wrapped = textwrap.wrap(text, width)

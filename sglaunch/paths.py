@@ -6,6 +6,9 @@ import os
 import stat
 from pathlib import Path
 
+from sglaunch.errors import UserError
+from sglaunch.safeio import InputError, path_stat, shown
+
 APP = "sglaunch"
 # Linux's limits on a whole path and on one name in it
 _PATH_MAX = 4096
@@ -19,8 +22,6 @@ def _home(*, checked: bool = True) -> Path | None:
     home = os.environ.get("SGLAUNCH_HOME")
     if not home:
         return None
-    from sglaunch.errors import UserError
-    from sglaunch.safeio import InputError, path_stat, shown
 
     try:
         path = Path(home).expanduser()
@@ -53,6 +54,7 @@ def config_dir() -> Path:
     home = _home()
     if home is not None:
         return home / "config"
+    # platformdirs (~10 ms): only when a folder is first asked for
     from platformdirs import user_config_path
 
     return user_config_path(APP)
@@ -62,6 +64,7 @@ def data_dir() -> Path:
     home = _home()
     if home is not None:
         return home / "data"
+    # platformdirs (~10 ms): only when a folder is first asked for
     from platformdirs import user_data_path
 
     return user_data_path(APP)
@@ -71,6 +74,7 @@ def cache_dir() -> Path:
     home = _home(checked=False)
     if home is not None:
         return home / "cache"
+    # platformdirs (~10 ms): only when a folder is first asked for
     from platformdirs import user_cache_path
 
     return user_cache_path(APP)

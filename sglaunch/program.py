@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Literal
 
+from sglaunch.paths import data_dir
+
 Entry = Literal["launch_server", "serve"]
 ENTRIES: tuple[Entry, ...] = ("launch_server", "serve")
 LAUNCH_SERVER: Entry = "launch_server"
@@ -67,7 +69,6 @@ def is_oracle_env(python: str | None) -> bool:
     not for serving): DATA_DIR/sglang-cpu-V/bin/python."""
     if not python or "/" not in python:
         return False
-    from sglaunch.paths import data_dir
 
     env_dir = PurePath(os.path.abspath(os.path.expanduser(python))).parent.parent
     try:

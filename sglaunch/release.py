@@ -13,24 +13,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sglaunch.errors import UserError
+from sglaunch.flags.schema import FlagSchema, bundled_schema
+from sglaunch.in_sglang.sglang_import import sglang_version
+from sglaunch.oracle.interpreter import find_sglang_python, probe_sglang_version
+from sglaunch.oracle.schema_cache import load_flag_schema
+from sglaunch.release_range import SUPPORTED_RANGE, oracle_refusal, out_of_range_line
 from sglaunch.validators.release_spans import (
     NEWEST,
     OLDEST,
     SUPPORTED,
-    after_range,
-    before_range,
     is_supported,
     key,
     semantics,
 )
 
-if TYPE_CHECKING:
-    from sglaunch.flags.schema import FlagSchema
-
-SUPPORTED_RANGE = f"{OLDEST}–{NEWEST}"
 __all__ = [
     "NEWEST",
     "OLDEST",
@@ -150,54 +149,14 @@ def choose(
 
 def find_installed(python: str | None = None) -> tuple[str | None, str | None, str]:
     """(the installed sglang's version, its interpreter, why none) without importing sglang."""
-    from sglaunch.oracle.interpreter import find_sglang_python, probe_sglang_version
-
     found = find_sglang_python(python)
     if found.path is None:
         return None, None, found.reason
     if found.source == "current":
-        from sglaunch.in_sglang.sglang_import import sglang_version
-
         version = sglang_version()
         return (version, found.path, "") if version else (None, found.path, "sglang not found")
     version, why = probe_sglang_version(found.path)
     return version, found.path, why
-
-
-def out_of_range_line(version: str | None) -> str | None:
-    """What holds for a release outside the supported range, in one line (None inside it)."""
-    if not version or is_supported(version):
-        return None
-    if before_range(version):
-        return (
-            f"sglang {version} is older than the releases sglaunch mirrors ({SUPPORTED_RANGE}): "
-            f"the flag checks use sglang {version}'s own flags and the general rules run as in "
-            f"{OLDEST}; the MiniCPM rules do not exist in sglang {version}, and the sglang check "
-            f"(oracle) needs sglang {OLDEST} or later"
-        )
-    if after_range(version):
-        return (
-            f"sglang {version} is newer than the releases sglaunch mirrors ({SUPPORTED_RANGE}): "
-            f"the flag checks use sglang {version}'s own flags, but the built-in rules (MiniCPM "
-            f"too) are {NEWEST}'s and may have changed; sglang's own verdict (the oracle) decides"
-        )
-    return (
-        f"sglang {version} is not a release sglaunch knows ({SUPPORTED_RANGE}): "
-        f"the built-in rules run as in {semantics(version)}"
-    )
-
-
-def oracle_refusal(version: str | None) -> str | None:
-    """Why the oracle cannot run this sglang (None when it can)."""
-    if not key(version):
-        return f"sglang reports the version {version!r}, which sglaunch cannot read"
-    if before_range(version):
-        return (
-            f"sglang {version} found; the sglang check needs sglang {OLDEST} or later "
-            f"(sglaunch mirrors {SUPPORTED_RANGE}): before {OLDEST} sglang has no "
-            "resolution pipeline to ask"
-        )
-    return None
 
 
 @dataclass(frozen=True)
@@ -249,11 +208,7 @@ def load_flag_facts(
     only its version is asked, and the bundled schema of that release is used.
     `known`: the installed version, when a warm oracle service already said it.
     """
-    from sglaunch.flags.schema import bundled_schema
-
     if read_installed:
-        from sglaunch.oracle.schema_cache import load_flag_schema
-
         lookup = load_flag_schema(python, version=known)
         if lookup.version is not None:
             active = choose(lookup.version, named, python=lookup.python)
@@ -266,8 +221,6 @@ def load_flag_facts(
         installed, interpreter, why = None, lookup.python, lookup.reason
     elif known:
         # a warm oracle service said it: no interpreter to start
-        from sglaunch.oracle.interpreter import find_sglang_python
-
         installed, interpreter, why = known, find_sglang_python(python).path, ""
     else:
         installed, interpreter, why = find_installed(python)

@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sglaunch.checking import check_flags
+from sglaunch.flags.schema import bundled_schema
 from sglaunch.validators.facts import GpuFacts, ModelFacts
 from sglaunch.validators.release_spans import is_supported, key, semantics
 
@@ -50,9 +52,6 @@ def _verdicts(
     env: Mapping[str, str],
 ) -> tuple[dict[str, str], set[str]]:
     """({code: 'code (severity): message'}, unknown options) under `version`'s schema and rules."""
-    from sglaunch.checking import check_flags
-    from sglaunch.flags.schema import bundled_schema
-
     result = check_flags(
         list(argv),
         schema=bundled_schema(version),

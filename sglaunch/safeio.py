@@ -460,7 +460,7 @@ def parse_toml(
 
 
 def _yaml_loader() -> type[yaml.SafeLoader]:
-    import yaml
+    import yaml  # yaml (~35 ms): only when YAML is read or written
 
     # libyaml's parser when present: the pure-Python one takes seconds on a 1 MB file
     base: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -483,7 +483,7 @@ def _yaml_events_ok(
 ) -> None:
     """Walk the event stream (no recursion, nothing built): depth, and the number of
     values once every alias is expanded, which is what a billion-laughs file inflates."""
-    import yaml
+    import yaml  # yaml (~35 ms): only when YAML is read or written
 
     sizes: dict[str, int] = {}  # anchor -> values it expands to
     open_anchors: set[str] = set()
@@ -528,7 +528,7 @@ def parse_yaml(
     max_nodes: int = MAX_YAML_NODES,
 ) -> Any:
     """YAML (safe types only) with depth and alias expansion bounded before anything is built."""
-    import yaml
+    import yaml  # yaml (~35 ms): only when YAML is read or written
 
     loader = _yaml_loader()
     try:

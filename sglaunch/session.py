@@ -41,6 +41,14 @@ from sglaunch.flags.argv import (
 )
 from sglaunch.flags.launchline import LaunchLine
 from sglaunch.flags.schema import FlagSchema, FlagSpec
+from sglaunch.profiles.profile import (
+    MAX_NODES,
+    GpuSelection,
+    Profile,
+    Validated,
+    check_nodes,
+    validate_name,
+)
 from sglaunch.program import (
     Entry,
     LaunchPython,
@@ -62,10 +70,10 @@ from sglaunch.secrets import (
 from sglaunch.validators.engine import Report, validate
 from sglaunch.validators.facts import CheckInput, FlagIssue, GpuFacts, GpuMode, ModelFacts
 from sglaunch.validators.findings import Fix
+from sglaunch.validators.memory.plan import plan_memory
 
 if TYPE_CHECKING:
-    from sglaunch.memory.after_launch import Prediction
-    from sglaunch.profiles.profile import Profile
+    from sglaunch.runtime.after_launch import Prediction
     from sglaunch.runtime.spec import LaunchSpec
     from sglaunch.validators.memory.baseline import MemoryFacts
 
@@ -197,7 +205,6 @@ class LaunchSession:
         """The machines this server spans: as chosen, else the line's --nnodes, else 1."""
         if self._nodes is not None:
             return self._nodes
-        from sglaunch.profiles.profile import MAX_NODES  # the profile's own bound
 
         line = self._flags.get("nnodes")
         if isinstance(line, int) and not isinstance(line, bool) and 1 <= line <= MAX_NODES:
@@ -212,8 +219,6 @@ class LaunchSession:
     def set_nodes(self, nodes: int | None) -> Report:
         """Plan for `nodes` machines, each with these GPUs (None: as the line's --nnodes says).
         Raises UserError for a count no deployment has."""
-        from sglaunch.profiles.profile import check_nodes  # the profile's own bound
-
         if nodes is not None:
             problems = check_nodes(nodes)
             if problems:
@@ -469,8 +474,6 @@ class LaunchSession:
         Saving under the loaded profile's name keeps its revision (the store refuses the
         save if the file changed since); any other name is a new profile ("save as").
         """
-        from sglaunch.profiles.profile import GpuSelection, Profile, Validated, validate_name
-
         validate_name(name)
         flags = dict(self._flags)
         secrets = dict(self._secrets)
@@ -699,6 +702,7 @@ class LaunchSession:
         python: str | None = None,
     ) -> LaunchSpec:
         """What to start: referenced secrets read from `environ` now (UserError if unset)."""
+        # the runtime package loads yaml and the monitor: not in `sglaunch check`'s start-up
         from sglaunch.runtime.spec import LaunchSpec
 
         if self.model_source is None:
@@ -722,8 +726,8 @@ class LaunchSession:
         """The memory plan a launch is compared with once sglang logs its own figures."""
         if self.model is None:
             return None
-        from sglaunch.memory.after_launch import Prediction
-        from sglaunch.validators.memory.plan import plan_memory
+        # the runtime package loads yaml and the monitor: not in `sglaunch check`'s start-up
+        from sglaunch.runtime.after_launch import Prediction
 
         plan = plan_memory(self.check_input(), resolved)
         gpu = self._gpu

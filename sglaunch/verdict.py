@@ -15,11 +15,15 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
+from sglaunch.catalogue.vetting import vet_findings
+from sglaunch.flags.schema import bundled_schema
+from sglaunch.oracle.answer import OracleStatus
+from sglaunch.oracle.answer_findings import oracle_findings
 from sglaunch.validators.engine import Report, get_rule
 from sglaunch.validators.findings import Finding, Severity, sort_findings
 
 if TYPE_CHECKING:
-    from sglaunch.oracle.answer import OracleAnswer, OracleStatus
+    from sglaunch.oracle.answer import OracleAnswer
     from sglaunch.session import LaunchSession
     from sglaunch.validators.facts import GpuFacts
 
@@ -144,7 +148,6 @@ class TwoTier:
         """Start sglang's check (blocking: seconds; the TUI calls it in a worker)."""
         if self.oracle is None:
             return None
-        from sglaunch.oracle.answer import OracleStatus
 
         try:
             return self.oracle.start()
@@ -373,8 +376,6 @@ def _vetted(
 ) -> list[Finding]:
     """sglang's error from the catalogue with the one-flag fixes sglang accepts for this line
     (asked of the same oracle; a few questions at most)."""
-    from sglaunch.catalogue.vetting import vet_findings
-    from sglaunch.flags.schema import bundled_schema
 
     def resolve(argv: Sequence[str]) -> OracleAnswer:
         return oracle.resolve(list(argv), dict(request.env), request.gpu)
@@ -390,8 +391,6 @@ def _at_rank(finding: Finding, rank: int) -> Finding:
 
 
 def _oracle_findings(answer: OracleAnswer) -> list[Finding]:
-    from sglaunch.oracle.answer_findings import oracle_findings
-
     return oracle_findings(answer)
 
 

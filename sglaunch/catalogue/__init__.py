@@ -17,8 +17,11 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-from sglaunch.validators.cards import Card, get_card, match_card
+from sglaunch.flags.schema import bundled_schema
+from sglaunch.validators.cards import Card
 from sglaunch.validators.cards.sites import Site, site_card
+from sglaunch.validators.registry import card_for as builtin_card_for
+from sglaunch.validators.registry import get_card, match_card
 from sglaunch.validators.release_spans import NEWEST, SUPPORTED
 
 __all__ = ["Catalogue", "Site", "card_for", "catalogue", "site_card_for"]
@@ -175,8 +178,6 @@ def catalogue() -> Catalogue:
 
 
 def _cli_names(version: str | None) -> dict[str, str]:
-    from sglaunch.flags.schema import bundled_schema
-
     return dict(bundled_schema(version or NEWEST).cli_names())
 
 
@@ -205,8 +206,6 @@ def find_site(message: str, where: str = "", version: str | None = None) -> Site
 def card_for(code: str, message: str, source: str = "", version: str | None = None) -> Card:
     """The card for a finding: its code's, a hand-written card for its message, the
     catalogue site's, else one that quotes the message (`validators.cards.card_for`)."""
-    from sglaunch.validators.cards import card_for as builtin_card_for
-
     by_code = get_card(code) if code != "sglang-error" else None
     if by_code is not None:
         return by_code

@@ -8,10 +8,14 @@ unchanged, and only the ones it accepts are offered. Bounded: a few candidates, 
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from sglaunch.catalogue import catalogue
+from sglaunch.flags.argv import parse_argv, to_argv
 from sglaunch.validators.findings import Finding, Fix
 
 if TYPE_CHECKING:
@@ -52,8 +56,6 @@ def vetted_fixes(
     site: Site, argv: Sequence[str], schema: FlagSchema, resolve: Resolve
 ) -> tuple[Fix, ...]:
     """The candidates sglang accepts for this line (asked one by one; a fault is a no)."""
-    from sglaunch.flags.argv import parse_argv, to_argv
-
     parsed = parse_argv(list(argv), schema)
     if parsed.issues:
         return ()
@@ -83,8 +85,6 @@ def vet_findings(
     version: str | None = None,
 ) -> list[Finding]:
     """`findings` with sglang-accepted fixes on each catalogue error that has none."""
-    from sglaunch.catalogue import catalogue
-
     named = named_flags(findings, argv, schema)
     if not any(f.is_error and not f.fixes and f.code.startswith(SITE_PREFIX) for f in named):
         return named  # nothing a catalogue site could fix: the catalogue is not even read
@@ -101,8 +101,6 @@ def vet_findings(
 
 
 def _bad_json(value: str) -> bool:
-    import json
-
     try:
         json.loads(value)
     except (ValueError, RecursionError):
@@ -115,10 +113,6 @@ def named_flags(
 ) -> list[Finding]:
     """sglang's errors that are not its own argument checks (a JSON value that does not
     decode, a path that is not there) with the flag that holds the value they name."""
-    import os
-
-    from sglaunch.flags.argv import parse_argv
-
     values = parse_argv(list(argv), schema).values
     out: list[Finding] = []
     for f in findings:

@@ -22,7 +22,20 @@ from sglaunch.checking import findings_json
 from sglaunch.cli.render import Painter, print_findings, summary_line
 from sglaunch.errors import UserError
 from sglaunch.exitcodes import ExitCode
+from sglaunch.facts import gpu as gpu_facts
+from sglaunch.facts.model import ModelNotCached, load_model_facts
+from sglaunch.facts.presets import DEFAULT_PLANNING
+from sglaunch.fixing import fix_rounds
 from sglaunch.flags.schema import FlagSchema
+from sglaunch.host import host_findings
+from sglaunch.memory.assumptions import memory_facts
+from sglaunch.oracle.interpreter import find_sglang_python, probe_sglang_version
+from sglaunch.oracle.service_client import connect
+from sglaunch.profiles import ProfileStore
+from sglaunch.program import launch_python_facts
+from sglaunch.release import load_flag_facts, parse_named
+from sglaunch.revalidate import describe, profile_named_version, version_changes
+from sglaunch.runtime import run_headless
 from sglaunch.session import LaunchSession, inherited_env
 from sglaunch.validators.facts import GpuFacts, GpuMode
 from sglaunch.validators.findings import Severity
@@ -51,8 +64,6 @@ class _Out:
 
 
 def run(args: argparse.Namespace, *, err: TextIO | None = None) -> int:
-    from sglaunch.profiles import ProfileStore
-
     if args.save and not args.fix:
         raise UserError("--save goes with --fix (it saves the fixed profile)")
     out = _Out(err or sys.stderr, sys.stdout if args.json else None)
@@ -116,6 +127,7 @@ def run(args: argparse.Namespace, *, err: TextIO | None = None) -> int:
     target = getattr(args, "target", None) or "local"
     if target != "local":
         # the nodes are the engine's: this host's checks and GPUs do not apply
+        # only for --target: its writers (lws, skypilot) load yaml
         from sglaunch.cli.engine_apply import apply_on_target
 
         return apply_on_target(profile, target, args, out.err)
@@ -136,8 +148,6 @@ def run(args: argparse.Namespace, *, err: TextIO | None = None) -> int:
 
 def _host_ready(session: LaunchSession, name: str, schema: FlagSchema, out: _Out) -> bool:
     """The host checks (`sglaunch doctor`) before every launch: False on an error."""
-    from sglaunch.host import host_findings
-
     host = host_findings(session)
     print_findings(host, schema, out.err)
     errors = [f for f in host if f.is_error]
@@ -162,9 +172,6 @@ def _host_ready(session: LaunchSession, name: str, schema: FlagSchema, out: _Out
 def _launch_python(python: str | None) -> LaunchPython:
     """Which Python runs the server: `python` (the profile's or --sglang-python), else the one
     the oracle checks with (service_client.connect finds it the same way), with its sglang."""
-    from sglaunch.oracle.interpreter import find_sglang_python, probe_sglang_version
-    from sglaunch.program import launch_python_facts
-
     checked = find_sglang_python(python).path
     return launch_python_facts(python, checked, probe=lambda p: probe_sglang_version(p)[0])
 
@@ -172,9 +179,6 @@ def _launch_python(python: str | None) -> LaunchPython:
 def _session(
     profile: Profile, schema: FlagSchema, python: str | None, version: str | None = None
 ) -> LaunchSession:
-    from sglaunch.facts.model import ModelNotCached, load_model_facts
-    from sglaunch.oracle.interpreter import find_sglang_python
-
     if not profile.model:
         raise UserError(f"profile '{profile.name}' has no model: set one and save it again")
     # the interpreter whose sglang gives the verdict launches too (program.py's rule); a
@@ -198,14 +202,11 @@ def _session(
 
 def _choose_gpus(session: LaunchSession, profile: Profile, spec: str | None, out: _Out) -> GpuFacts:
     """`--gpu` when given; else the GPUs found here; else the profile's preset (planning)."""
-    from sglaunch.facts.gpu import probe_gpus
-    from sglaunch.facts.presets import DEFAULT_PLANNING
-
     if spec:
         session.choose_preset(spec)  # a preset has no calibration: the documented estimate
         return session.gpu
     preset = profile.gpus.preset
-    probed = probe_gpus(
+    probed = gpu_facts.probe_gpus(
         env={**os.environ, **session.environment()}, fallback_preset=preset or DEFAULT_PLANNING
     )
     session.set_probed(probed)
@@ -213,7 +214,6 @@ def _choose_gpus(session: LaunchSession, profile: Profile, spec: str | None, out
         # a launch runs on the GPUs it finds: check for those, not for the planned machine
         out.say(f"! the profile plans for {preset}; checking the GPUs found here", "33")
         session.choose_devices(profile.gpus.cuda_visible_devices)
-    from sglaunch.memory.assumptions import memory_facts
 
     session.set_memory_facts(memory_facts(session.gpu))  # the calibrated start-up cost
     return session.gpu
@@ -222,9 +222,6 @@ def _choose_gpus(session: LaunchSession, profile: Profile, spec: str | None, out
 def _versioned_schema(use_oracle: bool, python: str | None, profile: Profile, args: Any) -> Any:
     """The schema and the release to check for: installed, else --sglang-version, else the
     release the profile was validated with, else the newest (sglaunch.release)."""
-    from sglaunch.release import load_flag_facts, parse_named
-    from sglaunch.revalidate import profile_named_version
-
     named = parse_named(getattr(args, "sglang_version", None)) or profile_named_version(
         profile.validated
     )
@@ -233,8 +230,6 @@ def _versioned_schema(use_oracle: bool, python: str | None, profile: Profile, ar
 
 def _say_version_changes(profile: Profile, session: LaunchSession, out: _Out) -> None:
     """What differs for this launch between the release it was validated with and this one."""
-    from sglaunch.revalidate import describe, version_changes
-
     v = profile.validated
     change = version_changes(
         v.sglang_version if v else None,
@@ -249,8 +244,6 @@ def _say_version_changes(profile: Profile, session: LaunchSession, out: _Out) ->
 
 
 def _oracle(python: str | None, use_service: bool = True) -> Any:
-    from sglaunch.oracle.service_client import connect
-
     return connect(python, use_service=use_service)
 
 
@@ -275,8 +268,6 @@ def _fix(
     session: LaunchSession, verdict: Verdict, tiers: TwoTier, schema: FlagSchema, out: _Out
 ) -> Verdict:
     """Apply each error's first fix, re-checking after each round, until none is left."""
-    from sglaunch.fixing import fix_rounds
-
     verdict, _ = fix_rounds(
         session,
         verdict,
@@ -307,8 +298,6 @@ def _launch(
     *,
     python: str | None = None,
 ) -> int:
-    from sglaunch.runtime import run_headless
-
     answer = verdict.answer
     spec = session.launch_spec(
         os.environ, resolved=answer.resolved if answer else None, python=python

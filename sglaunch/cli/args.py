@@ -3,21 +3,26 @@
 from __future__ import annotations
 
 import argparse
+import difflib
+import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
 from sglaunch.errors import UserError
 from sglaunch.exitcodes import ExitCode
+from sglaunch.flags.argv import _Lookup, one_slip
+from sglaunch.flags.schema import bundled_schema
+from sglaunch.profiles.profile import MAX_NODES
+from sglaunch.safeio import escape_controls, has_control, shown
+from sglaunch.secrets import ENV_NAME, mask_argv, mask_text
 
 
 class Parser(argparse.ArgumentParser):
     """Bad usage is one line on stderr and exit code 2, never a usage dump."""
 
     def error(self, message: str) -> NoReturn:
-        from sglaunch.safeio import escape_controls
-        from sglaunch.secrets import mask_text
-
         # argparse quotes what it did not recognize: a secret typed in the wrong place,
         # or a newline or terminal escape; the message shows the flag, never the value
         message = escape_controls(mask_text(message))
@@ -27,9 +32,6 @@ class Parser(argparse.ArgumentParser):
 
     def _did_you_mean(self, message: str) -> str:
         """` — did you mean --gpu?` for a misspelt option, `'check'` for a command."""
-        import difflib
-        import re
-
         choice = re.match(r"argument \S+: invalid choice: '([^']*)' \(choose from (.*)\)$", message)
         if choice:
             choices = re.findall(r"'([^']*)'", choice.group(2))
@@ -58,9 +60,6 @@ class Parser(argparse.ArgumentParser):
 def _is_sglang_flag(option: str) -> str:
     """Whether `option` is one of sglang's flags: "exact", "prefix" (its argparse takes
     it as an abbreviation), or "" (not sglang's)."""
-    from sglaunch.flags.argv import _Lookup
-    from sglaunch.flags.schema import bundled_schema
-
     schema = bundled_schema()
     if option in schema.by_option:
         return "exact"
@@ -70,10 +69,6 @@ def _is_sglang_flag(option: str) -> str:
 
 def _close_options(typed: str, options: Sequence[str]) -> list[str]:
     """Options a typo most likely meant: one typing slip away first, then difflib's."""
-    import difflib
-
-    from sglaunch.flags.argv import one_slip
-
     slips = [o for o in options if one_slip(typed, o)]
     if slips:
         # a typing slip is what happened: a merely similar option (--nodes for --modle) is noise
@@ -92,9 +87,6 @@ def split_double_dash(argv: Sequence[str]) -> tuple[list[str], list[str]]:
 
 
 def parse_env_pairs(pairs: Sequence[str] | None) -> dict[str, str]:
-    from sglaunch.safeio import has_control, shown
-    from sglaunch.secrets import ENV_NAME, mask_argv
-
     out: dict[str, str] = {}
     for pair in pairs or ():
         k, eq, v = pair.partition("=")
@@ -109,8 +101,6 @@ def parse_env_pairs(pairs: Sequence[str] | None) -> dict[str, str]:
 
 def interpreter_path(value: str) -> str:
     """`--sglang-python PATH`: a typo is a usage error now, not "sglang check: unavailable"."""
-    import os
-
     full = os.path.abspath(os.path.expanduser(value))
     if not os.path.exists(full):
         raise argparse.ArgumentTypeError(f"{value}: no such file (give the python that has sglang)")
@@ -121,8 +111,6 @@ def interpreter_path(value: str) -> str:
 
 def node_count(value: str) -> int:
     """`--nodes N`: the machines one server spans, each with the --gpu preset or the local GPUs."""
-    from sglaunch.profiles.profile import MAX_NODES  # the profile's own bound
-
     try:
         n = int(value)
     except ValueError:

@@ -17,8 +17,12 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from sglaunch.cli.args import Parser
+from sglaunch.cli.tui_entry import open_tui
 from sglaunch.errors import UserError
 from sglaunch.exitcodes import ExitCode
+from sglaunch.runtime.attach_target import resolve_attach_target
+from sglaunch.runtime.state import EventKind, Status
+from sglaunch.runtime.watch import Watcher
 
 _INTERRUPT = object()
 
@@ -44,8 +48,6 @@ def parser() -> Parser:
 
 
 def run(argv: Sequence[str]) -> int:
-    from sglaunch.runtime.attach_target import resolve_attach_target
-
     args = parser().parse_args(list(argv))
     api_key = None
     if args.api_key_env:
@@ -56,17 +58,12 @@ def run(argv: Sequence[str]) -> int:
             )
     target = resolve_attach_target(args.run, args.url, api_key=api_key)
     if not args.json:
-        from sglaunch.cli.main import open_tui
-
         return open_tui(attach=target)
     return follow_json(target, sys.stdout)
 
 
 def follow_json(target: Any, out: TextIO) -> int:
     """Every event as a JSON line until interrupted or the server ends."""
-    from sglaunch.runtime.state import EventKind, Status
-    from sglaunch.runtime.watch import Watcher
-
     watcher = Watcher(target)
     events: queue.Queue[Any] = watcher.events()
     previous: dict[signal.Signals, Any] = {}

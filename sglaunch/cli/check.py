@@ -10,7 +10,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
-from sglaunch.checking import result_json
+from sglaunch.check_json import result_json
+from sglaunch.checking import findings_json
 from sglaunch.cli.args import (
     Parser,
     interpreter_path,
@@ -21,11 +22,19 @@ from sglaunch.cli.args import (
 from sglaunch.cli.render import Painter, print_findings, summary_line
 from sglaunch.errors import UserError
 from sglaunch.exitcodes import ExitCode
+from sglaunch.facts import gpu as gpu_facts
+from sglaunch.facts.model import ModelNotCached, load_model_facts, model_path_for_sglang
 from sglaunch.fixing import AppliedFix, fix_rounds
+from sglaunch.flags.argv import _Lookup, parse_argv
 from sglaunch.flags.launchline import parse_launch_line
 from sglaunch.flags.schema import FlagSchema
+from sglaunch.host import host_findings
+from sglaunch.memory.assumptions import memory_facts
+from sglaunch.oracle.service_client import connect, known_sglang_version
+from sglaunch.release import load_flag_facts, parse_named
+from sglaunch.secrets import mask_argv
 from sglaunch.session import LaunchSession, inherited_env
-from sglaunch.validators.facts import ModelFacts
+from sglaunch.validators.facts import GpuMode, ModelFacts
 from sglaunch.validators.findings import Finding
 from sglaunch.verdict import OracleClient, TwoTier, Verdict
 
@@ -107,15 +116,11 @@ def split_launch(tokens: list[str]) -> tuple[list[str], dict[str, str]]:
 
 def model_from_argv(argv: list[str], schema: FlagSchema) -> str | None:
     """The --model-path value in sglang flags (any spelling argparse accepts)."""
-    from sglaunch.flags.argv import parse_argv
-
     return parse_argv(argv, schema).values.get("model_path")
 
 
 def with_model_path(argv: list[str], model_path: str, schema: FlagSchema) -> list[str]:
     """argv with --model-path set to `model_path` (replacing any the user wrote)."""
-    from sglaunch.flags.argv import _Lookup
-
     out: list[str] = []
     lookup = _Lookup(schema)
     i = 0
@@ -167,9 +172,6 @@ def check_command(
     err: TextIO | None = None,
     nodes: int | None = None,
 ) -> int:
-    from sglaunch.facts.model import ModelNotCached, load_model_facts, model_path_for_sglang
-    from sglaunch.release import load_flag_facts, parse_named
-
     out = out or sys.stdout
     err = err or sys.stderr
     # which sglang release the verdict is for, and its flags (sglaunch/release.py); a warm
@@ -210,7 +212,6 @@ def check_command(
         # sglang's question needs only the launch, not the built-in verdict: sent now, its
         # answer is worked out while this process runs the rules and prepares to read it
         tiers.send_early(session)
-        import sglaunch.oracle.answer_findings  # noqa: F401  (what reading the answer needs)
     t0 = time.perf_counter()
     session.validate()  # timed on its own: what one re-check costs
     builtin_ms = (time.perf_counter() - t0) * 1000
@@ -277,11 +278,8 @@ def check_command(
 
 def local_host_findings(session: LaunchSession) -> list[Finding]:
     """The host checks, when the check is for this machine's GPUs (not a planning preset)."""
-    from sglaunch.validators.facts import GpuMode
-
     if session.gpu.mode is not GpuMode.NVML:
         return []
-    from sglaunch.host import host_findings
 
     return host_findings(session)
 
@@ -297,8 +295,6 @@ def _print_fixed(
     versions: FlagFacts,
 ) -> None:
     """`check --fix`: the fixed line on stdout (JSON: with its argv and its findings)."""
-    from sglaunch.secrets import mask_argv
-
     line = session.command_line(display=True)
     if verdict.errors:
         n = len(verdict.errors)
@@ -338,9 +334,6 @@ def checked_session(
 ) -> LaunchSession:
     """The launch as a session: the flags, the model's facts, the GPUs to check for, and
     what is known of their start-up cost (the calibration store, `--assume-free-gib`)."""
-    from sglaunch.facts.gpu import probe_gpus
-    from sglaunch.memory.assumptions import memory_facts
-
     session = LaunchSession(schema, inherited=inherited_env(os.environ))
     session.load_argv(argv, env)
     session.request_model(source)
@@ -351,7 +344,7 @@ def checked_session(
     if gpu_spec:
         session.choose_preset(gpu_spec)
     else:
-        session.set_probed(probe_gpus(env={**os.environ, **session.environment()}))
+        session.set_probed(gpu_facts.probe_gpus(env={**os.environ, **session.environment()}))
     if nodes is not None:
         session.set_nodes(nodes)
     session.set_memory_facts(memory_facts(session.gpu, assume_free_gib=assume_free_gib))
@@ -372,8 +365,6 @@ def _print_json(
         verdict, session, argv=argv, sglang_version=sglang_version, versions=versions
     )
     if host:
-        from sglaunch.checking import findings_json
-
         data["findings"] = [*data["findings"], *findings_json(host, session.schema)]
         data["ok"] = data["ok"] and not any(f.is_error for f in host)
     out.write(json.dumps(data, indent=2, default=_json_default) + "\n")
@@ -381,14 +372,10 @@ def _print_json(
 
 
 def _known_version(sglang_python: str | None) -> str | None:
-    from sglaunch.oracle.service_client import known_sglang_version
-
     return known_sglang_version(sglang_python)
 
 
 def _oracle(sglang_python: str | None, timeout: float, use_service: bool = True) -> OracleClient:
-    from sglaunch.oracle.service_client import connect
-
     return connect(sglang_python, use_service=use_service, timeout=timeout)
 
 

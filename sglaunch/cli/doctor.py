@@ -10,12 +10,20 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TextIO
 
+from sglaunch.checking import findings_json
 from sglaunch.cli.args import Parser, interpreter_path, parse_env_pairs, split_double_dash
+from sglaunch.cli.check import model_from_argv, split_launch
 from sglaunch.cli.render import Painter, print_findings, summary_line
 from sglaunch.errors import UserError
 from sglaunch.exitcodes import ExitCode
+from sglaunch.facts.presets import parse_gpu_spec
+from sglaunch.host import collect_host_facts, session_nodes
+from sglaunch.oracle.interpreter import find_sglang_python
+from sglaunch.profiles import ProfileStore
+from sglaunch.release import load_flag_facts
 from sglaunch.session import LaunchSession, inherited_env
 from sglaunch.validators.findings import Finding
+from sglaunch.validators.rules.host import host_checks
 
 
 def parser() -> Parser:
@@ -88,16 +96,10 @@ def doctor_session(
     sglang_python: str | None,
 ) -> LaunchSession:
     """The launch to check the host for: a profile's, or a model with the flags after --."""
-    from sglaunch.cli.check import model_from_argv, split_launch
-    from sglaunch.oracle.interpreter import find_sglang_python
-    from sglaunch.release import load_flag_facts
-
     # the newest schema is enough to read the flags: no sglang is started to ask its release
     schema = load_flag_facts(sglang_python, None, read_installed=False).schema
     inherited = inherited_env(os.environ)
     if profile:
-        from sglaunch.profiles import ProfileStore
-
         saved = ProfileStore().load(profile)
         python = sglang_python or saved.sglang_python or find_sglang_python(None).path
         session = LaunchSession.from_profile(
@@ -136,10 +138,6 @@ def doctor_command(
     out: TextIO,
     err: TextIO,
 ) -> int:
-    from sglaunch.checking import findings_json
-    from sglaunch.host import collect_host_facts, session_nodes
-    from sglaunch.validators.rules.host import host_checks
-
     session = doctor_session(
         model=model,
         profile=profile,
@@ -180,7 +178,6 @@ def doctor_command(
 def _planned_count(spec: str | None) -> int | None:
     if not spec:
         return None
-    from sglaunch.facts.presets import parse_gpu_spec
 
     return parse_gpu_spec(spec).count  # UserError (one line, exit 2) for a bad spec
 

@@ -28,12 +28,22 @@ import urllib.request
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TextIO
 
+from sglaunch.atomic import atomic_write
 from sglaunch.errors import UserError
 from sglaunch.exitcodes import ExitCode
+from sglaunch.paths import runs_dir
+from sglaunch.profiles.lws import to_lws
+from sglaunch.profiles.nodes import dns_name
+from sglaunch.profiles.skypilot import to_skypilot
+from sglaunch.profiles.slurm import HEAD_MARK, to_sbatch
+from sglaunch.runtime import slurmjob
+from sglaunch.runtime.attach_target import resolve_attach_target
+from sglaunch.runtime.rundir import RunDir
+from sglaunch.runtime.state import EventKind
+from sglaunch.runtime.watch import Watcher
 
 if TYPE_CHECKING:
     from sglaunch.profiles.profile import Profile
-    from sglaunch.runtime.rundir import RunDir
     from sglaunch.runtime.slurmjob import JobState
 
 TARGETS = ("local", "slurm", "lws", "skypilot")
@@ -59,10 +69,6 @@ def _say(err: TextIO, text: str) -> None:
 
 
 def _slurm(profile: Profile, args: argparse.Namespace, err: TextIO) -> int:
-    from sglaunch.profiles.slurm import to_sbatch
-    from sglaunch.runtime import slurmjob
-    from sglaunch.runtime.rundir import RunDir
-
     slurmjob.require("sbatch")
     slurmjob.require("squeue")
     # the script is rendered before anything is created: a refusal leaves no run behind
@@ -72,7 +78,6 @@ def _slurm(profile: Profile, args: argparse.Namespace, err: TextIO) -> int:
         profile, python=getattr(args, "sglang_python", None), log_dir=str(run.path)
     )
     script = run.path / "job.sbatch"
-    from sglaunch.profiles.atomic import atomic_write
 
     atomic_write(script, script_text.encode("utf-8"), mode=0o755)
     run.write_json("argv.json", {"command": ["sbatch", "--parsable", str(script)], "argv": []})
@@ -110,9 +115,6 @@ def _slurm(profile: Profile, args: argparse.Namespace, err: TextIO) -> int:
 
 def _follow_start(job: str, run: RunDir, nodes: int, timeout: float, err: TextIO) -> int | None:
     """Until the head answers /health: None then; else the exit code (the job is recorded)."""
-    from sglaunch.profiles.slurm import HEAD_MARK
-    from sglaunch.runtime import slurmjob
-
     deadline = time.monotonic() + timeout
     said_state = ""
     phases: dict[int, str] = {}
@@ -156,11 +158,6 @@ def _follow_start(job: str, run: RunDir, nodes: int, timeout: float, err: TextIO
 
 def _monitor(job: str, run: RunDir, url: str, err: TextIO) -> int:
     """The usual monitor on the head (as `attach --url`) while the job runs; Ctrl-C cancels."""
-    from sglaunch.runtime import slurmjob
-    from sglaunch.runtime.attach_target import resolve_attach_target
-    from sglaunch.runtime.state import EventKind
-    from sglaunch.runtime.watch import Watcher
-
     watcher = Watcher(resolve_attach_target(url=url, check=False))
     events: queue.Queue[Any] = watcher.events()
     watcher.start()
@@ -193,8 +190,6 @@ def _monitor(job: str, run: RunDir, url: str, err: TextIO) -> int:
 
 
 def _cancel(job: str, run: RunDir, err: TextIO) -> None:
-    from sglaunch.runtime import slurmjob
-
     run.update_status(status="stopping", stop_requested_at=time.time())
     gone = slurmjob.cancel(job)
     _record_end(run, "stopped", "cancelled", stopped_by="sglaunch")
@@ -260,11 +255,6 @@ class _Interrupt:
 
 
 def _k8s_or_sky(profile: Profile, target: str, args: argparse.Namespace, err: TextIO) -> int:
-    from sglaunch.paths import runs_dir
-    from sglaunch.profiles.atomic import atomic_write
-    from sglaunch.profiles.lws import to_lws
-    from sglaunch.profiles.skypilot import to_skypilot
-
     python = getattr(args, "sglang_python", None)
     text = (
         to_lws(profile, python=python) if target == "lws" else to_skypilot(profile, python=python)
@@ -292,8 +282,6 @@ def _k8s_or_sky(profile: Profile, target: str, args: argparse.Namespace, err: Te
         _say(err, f"{command[0]} failed (exit {proc.returncode}); the file is {path}")
         return int(ExitCode.START_FAILED)
     if target == "lws":
-        from sglaunch.profiles.nodes import dns_name
-
         name = dns_name(profile.name)
         _say(
             err,
@@ -329,6 +317,4 @@ def _kubectl_ready() -> tuple[bool, str]:
 
 
 def _cluster(name: str) -> str:
-    from sglaunch.profiles.nodes import dns_name
-
     return dns_name(name, 30)

@@ -6,12 +6,20 @@ import difflib
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 
+from sglaunch.catalogue import catalogue, site_card_for
+from sglaunch.catalogue import find_site as lookup
 from sglaunch.cli.args import Parser
 from sglaunch.cli.render import Painter, format_card
 from sglaunch.errors import UserError
-from sglaunch.validators.cards import Card, all_cards, get_card, match_card
+from sglaunch.oracle.service_client import known_sglang_version
+from sglaunch.release import load_flag_facts, parse_named
+from sglaunch.validators.cards import Card
 from sglaunch.validators.cards.sites import Site
+from sglaunch.validators.engine import get_rule
+from sglaunch.validators.registry import all_cards, get_card, match_card
+from sglaunch.validators.sourcelines import ref_at
 
 
 def parser() -> Parser:
@@ -34,11 +42,6 @@ def parser() -> Parser:
 def for_release(card: Card, version: str) -> tuple[Card, str | None]:
     """`card` with its source lines in `version`'s sglang, and a line when that release
     has no such check (the rule's span says which releases do)."""
-    from dataclasses import replace
-
-    from sglaunch.validators.engine import get_rule
-    from sglaunch.validators.sourcelines import ref_at
-
     moved = replace(card, ref=ref_at(card.ref, version)) if card.ref else card
     rule = get_rule(card.code)
     if rule is not None and not rule.exists_in(version):
@@ -53,16 +56,11 @@ def find(text: str) -> Card | None:
 
 def find_site(text: str, version: str) -> Site | None:
     """The catalogue site of sglang's own checks for a message (or its code)."""
-    from sglaunch.catalogue import catalogue
-    from sglaunch.catalogue import find_site as lookup
-
     return catalogue().get(text.strip()) or lookup(text, version=version)
 
 
 def _unknown(text: str) -> UserError:
     """One line: the closest codes and messages, and where to see them all."""
-    from sglaunch.catalogue import catalogue
-
     codes = [c.code for c in all_cards()]
     close = difflib.get_close_matches(text.lower(), codes, n=3)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
@@ -86,7 +84,6 @@ def run(argv: Sequence[str]) -> int:
             width = max(len(c.code) for c in cards)
             for c in cards:
                 print(f"{c.code.ljust(width)}  {c.title}")
-            from sglaunch.catalogue import catalogue
 
             cat = catalogue()
             counts = ", ".join(f"{v} {n}" for v, n in cat.counts.items())
@@ -101,8 +98,6 @@ def run(argv: Sequence[str]) -> int:
             "explain what? give a code (sglaunch explain minicpm-dp-attention) or paste an error message"
         )
     card = find(text)
-    from sglaunch.oracle.service_client import known_sglang_version
-    from sglaunch.release import load_flag_facts, parse_named
 
     # the release `check` would name (its version only: no flags are read)
     versions = load_flag_facts(
@@ -116,7 +111,6 @@ def run(argv: Sequence[str]) -> int:
         site = find_site(text, active.version)
         if site is None:
             raise _unknown(text)
-        from sglaunch.catalogue import site_card_for
 
         card = site_card_for(site, active.version)
         absent = (

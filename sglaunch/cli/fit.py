@@ -32,6 +32,11 @@ if TYPE_CHECKING:
     from sglaunch.release import ActiveVersion
     from sglaunch.session import LaunchSession
     from sglaunch.verdict import Verdict
+from sglaunch.checking import findings_json
+from sglaunch.cli.check import checked_session, model_from_argv, split_launch, with_model_path
+from sglaunch.facts.model import load_model_facts, model_path_for_sglang
+from sglaunch.flags.argv import parse_argv
+from sglaunch.flags.schema import bundled_schema
 from sglaunch.memory.api import (
     REJECTED,
     count_text,
@@ -40,11 +45,16 @@ from sglaunch.memory.api import (
     plan_json,
     verdict_text,
 )
+from sglaunch.memory.oracle_request import oracle_memory_request
+from sglaunch.oracle.answer_findings import oracle_findings
+from sglaunch.oracle.service_client import connect, known_sglang_version
+from sglaunch.release import load_flag_facts, parse_named
 from sglaunch.validators.findings import Finding
 from sglaunch.validators.memory.baseline import GIB
-from sglaunch.validators.memory.layouts import Layout
-from sglaunch.validators.memory.plan import MemoryPlan
+from sglaunch.validators.memory.layouts import Layout, plan_layouts
+from sglaunch.validators.memory.plan import MemoryPlan, plan_memory
 from sglaunch.validators.rules.general.multinode import ADDRESSING_CODES
+from sglaunch.verdict import OracleReply, TwoTier
 
 
 def parser() -> Parser:
@@ -146,10 +156,6 @@ def fit_session(
     nodes: int | None = None,
 ) -> tuple[LaunchSession, list[str], str]:
     """`build_fit_input`'s session itself, validated for the release: `check`'s verdict on it."""
-    from sglaunch.cli.check import checked_session, model_from_argv, split_launch, with_model_path
-    from sglaunch.facts.model import load_model_facts, model_path_for_sglang
-    from sglaunch.flags.schema import bundled_schema
-
     version = active.version if active is not None else None
     schema = bundled_schema(version)
     argv, line_env = split_launch(sglang_tokens)
@@ -190,12 +196,6 @@ def fit_command(
     err: TextIO | None = None,
     nodes: int | None = None,
 ) -> int:
-    from sglaunch.checking import findings_json
-    from sglaunch.oracle.service_client import known_sglang_version
-    from sglaunch.release import load_flag_facts, parse_named
-    from sglaunch.validators.memory.layouts import plan_layouts
-    from sglaunch.validators.memory.plan import plan_memory
-
     out = out or sys.stdout
     err = err or sys.stderr
     # the release the plan is for, chosen as `check` chooses it: the installed sglang's
@@ -296,8 +296,6 @@ def fit_command(
 
 
 def _line_flags(session: LaunchSession, argv: list[str]) -> dict[str, Any]:
-    from sglaunch.flags.argv import parse_argv
-
     return dict(parse_argv(argv, session.schema).values)
 
 
@@ -306,9 +304,6 @@ def _line_verdict(
 ) -> Verdict:
     """`check`'s verdict on the line (sglaunch/verdict.py): the built-in rules, and sglang's
     own answer when --oracle got one; `drop`: codes that are not the line's own."""
-    from sglaunch.oracle.answer_findings import oracle_findings
-    from sglaunch.verdict import OracleReply, TwoTier
-
     tiers = TwoTier(None)
     tiers.switch_off("fit asks sglang only with --oracle")
     if answer is not None and not answer.fault:
@@ -325,10 +320,6 @@ def _line_verdict(
 def _ask_oracle(
     inp: CheckInput, argv: list[str], python: str | None
 ) -> tuple[Any, Any, str, OracleAnswer | None]:
-    from sglaunch.memory.oracle_request import oracle_memory_request
-    from sglaunch.oracle.service_client import connect
-    from sglaunch.validators.memory.plan import plan_memory
-
     request = oracle_memory_request(plan_memory(inp), inp.model)
     # the shared, warm service when there is one (SGLAUNCH_NO_ORACLE_SERVICE: a worker of
     # its own); either sizes the pool with sglang's own code

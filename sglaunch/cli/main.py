@@ -18,61 +18,64 @@ Nothing heavy is imported here: each command imports what it needs.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from sglaunch import __version__
 from sglaunch.cli.args import Parser, interpreter_path, node_count
+from sglaunch.cli.tui_entry import open_tui
 from sglaunch.errors import UserError
 from sglaunch.exitcodes import ExitCode
-from sglaunch.release import SUPPORTED_RANGE
+from sglaunch.release_range import SUPPORTED_RANGE
+from sglaunch.safeio import escape_controls, shown
+from sglaunch.secrets import masked_stdio
 
 
 def _check(argv: Sequence[str]) -> int:
-    from sglaunch.cli import check
+    from sglaunch.cli import check  # loaded when this subcommand runs
 
     return check.run(argv)
 
 
 def _doctor(argv: Sequence[str]) -> int:
-    from sglaunch.cli import doctor
+    from sglaunch.cli import doctor  # loaded when this subcommand runs
 
     return doctor.run(argv)
 
 
 def _fit(argv: Sequence[str]) -> int:
-    from sglaunch.cli import fit
+    from sglaunch.cli import fit  # loaded when this subcommand runs
 
     return fit.run(argv)
 
 
 def _explain(argv: Sequence[str]) -> int:
-    from sglaunch.cli import explain
+    from sglaunch.cli import explain  # loaded when this subcommand runs
 
     return explain.run(argv)
 
 
 def _profiles(argv: Sequence[str]) -> int:
-    from sglaunch.cli import profiles
+    from sglaunch.cli import profiles  # loaded when this subcommand runs
 
     return profiles.run(argv)
 
 
 def _oracle(argv: Sequence[str]) -> int:
-    from sglaunch.cli import oracle
+    from sglaunch.cli import oracle  # loaded when this subcommand runs
 
     return oracle.run(argv)
 
 
 def _attach(argv: Sequence[str]) -> int:
-    from sglaunch.cli import attach
+    from sglaunch.cli import attach  # loaded when this subcommand runs
 
     return attach.run(argv)
 
 
 def _runs(argv: Sequence[str]) -> int:
-    from sglaunch.cli import runs
+    from sglaunch.cli import runs  # loaded when this subcommand runs
 
     return runs.run(argv)
 
@@ -165,7 +168,7 @@ def _top(argv: Sequence[str]) -> int:
     if args.apply:
         if not args.profile:
             raise UserError("--apply needs --profile NAME (see `sglaunch profiles list`)")
-        from sglaunch.cli import apply
+        from sglaunch.cli import apply  # loaded when this subcommand runs
 
         return apply.run(args)
     if args.fix:
@@ -194,26 +197,14 @@ def _top(argv: Sequence[str]) -> int:
 
 def _unknown_command(word: str) -> str:
     """`sglaunch chek`: the command it most likely meant, in one line."""
-    import difflib
-
-    from sglaunch.safeio import shown
-
     close = difflib.get_close_matches(word, list(SUBCOMMANDS), n=1, cutoff=0.6)
     if close:
         return f"unknown command {shown(word, 40)!r} — did you mean {close[0]!r}? (see sglaunch --help)"
     return f"unknown command {shown(word, 40)!r} (commands: {', '.join(SUBCOMMANDS)}; see sglaunch --help)"
 
 
-def open_tui(**options: Any) -> int:
-    """The TUI, imported only now: the one place the headless CLI reaches into it."""
-    from sglaunch.tui.launch import run_tui
-
-    return run_tui(**options)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    from sglaunch.secrets import masked_stdio
 
     headless = bool(argv) and (argv[0] in SUBCOMMANDS or "--apply" in argv)
     # the headless commands print through a mask: no secret they know of is printed back
@@ -222,8 +213,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: list[str]) -> int:
-    from sglaunch.safeio import escape_controls
-
     try:
         if argv and argv[0] in SUBCOMMANDS:
             return SUBCOMMANDS[argv[0]](argv[1:])

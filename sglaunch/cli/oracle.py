@@ -6,7 +6,11 @@ import sys
 from collections.abc import Sequence
 
 from sglaunch.cli.args import Parser, interpreter_path
+from sglaunch.cli.oracle_services import services_command
 from sglaunch.errors import UserError
+from sglaunch.oracle import setup_env
+from sglaunch.oracle.schema_cache import load_flag_schema
+from sglaunch.release import parse_named
 
 
 def parser() -> Parser:
@@ -55,8 +59,6 @@ def parser() -> Parser:
 def run(argv: Sequence[str]) -> int:
     args = parser().parse_args(list(argv))
     if args.command == "setup":
-        from sglaunch.oracle import setup_env
-
         forwarded: list[str] = []
         if args.dir:
             forwarded += ["--dir", args.dir]
@@ -65,17 +67,11 @@ def run(argv: Sequence[str]) -> int:
         if args.force:
             forwarded.append("--force")
         if args.version:
-            from sglaunch.release import parse_named
-
             forwarded += ["--version", str(parse_named(args.version, what="--version"))]
         return setup_env.main(forwarded)
     if args.command in ("status", "stop"):
-        from sglaunch.cli.oracle_services import services_command
-
         return services_command(args)
     if args.command == "schema":
-        from sglaunch.oracle.schema_cache import load_flag_schema
-
         found = load_flag_schema(args.sglang_python, refresh=args.refresh)
         words = {
             "cache": "cached",

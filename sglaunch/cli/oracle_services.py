@@ -9,6 +9,10 @@ from typing import Any, TextIO
 
 from sglaunch.errors import UserError
 from sglaunch.exitcodes import ExitCode
+from sglaunch.oracle.interpreter import find_sglang_python
+from sglaunch.oracle.ipc import ServiceRefused, service_key
+from sglaunch.oracle.service_admin import list_services, stop_services
+from sglaunch.oracle.service_client import connect
 
 
 def duration(seconds: float | None) -> str:
@@ -39,16 +43,12 @@ def describe(info: Any) -> str:
 
 
 def _services(python: str | None) -> list[Any]:
-    from sglaunch.oracle.ipc import ServiceRefused, service_key
-    from sglaunch.oracle.service_admin import list_services
-
     try:
         found = list_services()
     except ServiceRefused as exc:
         raise UserError(str(exc)) from None
     if python is None:
         return found
-    from sglaunch.oracle.interpreter import find_sglang_python
 
     path = find_sglang_python(python).path
     key = service_key(path) if path else ""
@@ -56,8 +56,6 @@ def _services(python: str | None) -> list[Any]:
 
 
 def _check(args: argparse.Namespace) -> dict[str, Any]:
-    from sglaunch.oracle.service_client import connect
-
     with connect(args.sglang_python, use_service=not args.no_oracle_service) as oracle:
         st = oracle.status
     return {
@@ -103,10 +101,6 @@ def status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def stop(args: argparse.Namespace, err: TextIO) -> int:
-    from sglaunch.oracle.interpreter import find_sglang_python
-    from sglaunch.oracle.ipc import ServiceRefused
-    from sglaunch.oracle.service_admin import stop_services
-
     python = find_sglang_python(args.sglang_python).path if args.sglang_python else None
     try:
         done = stop_services(python)

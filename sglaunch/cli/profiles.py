@@ -22,12 +22,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from sglaunch.atomic import atomic_write
 from sglaunch.cli.args import Parser
 from sglaunch.cli.render import Painter
 from sglaunch.errors import UserError
 from sglaunch.exitcodes import ExitCode
+from sglaunch.facts.model import ModelNotCached, not_cached_note, resolve_model_dir
 from sglaunch.profiles.argvform import Imported
-from sglaunch.profiles.atomic import atomic_write
 from sglaunch.profiles.command import import_text, looks_like_launch, to_command, to_script
 from sglaunch.profiles.diff import diff
 from sglaunch.profiles.launch import sglang_argv
@@ -196,7 +197,6 @@ def _model_status(profile: Profile) -> str | None:
     """Why the profile's model cannot be found now, or None."""
     if not profile.model:
         return "no model set"
-    from sglaunch.facts.model import ModelNotCached, not_cached_note, resolve_model_dir
 
     try:
         resolve_model_dir(profile.model)

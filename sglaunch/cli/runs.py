@@ -18,6 +18,10 @@ from typing import TYPE_CHECKING, Any, TextIO
 from sglaunch.cli.args import Parser
 from sglaunch.errors import UserError
 from sglaunch.exitcodes import ExitCode
+from sglaunch.runtime.attach_target import endpoint_of
+from sglaunch.runtime.probe import request
+from sglaunch.runtime.runs import RunState, load_run, prune, read_tail, resolve_run, scan
+from sglaunch.runtime.runstop import stop_run
 
 if TYPE_CHECKING:
     from sglaunch.runtime.runs import RunInfo
@@ -70,8 +74,6 @@ def when(ts: float | None) -> str:
 
 
 def state_text(run: RunInfo) -> str:
-    from sglaunch.runtime.runs import RunState
-
     state = str(run.state)
     if run.state in (RunState.EXITED, RunState.FAILED, RunState.DIED) and run.note:
         return f"{state} ({run.note.split(':', 1)[0]})"
@@ -83,8 +85,6 @@ def state_text(run: RunInfo) -> str:
 
 
 def _list(args: argparse.Namespace, out: TextIO) -> int:
-    from sglaunch.runtime.runs import scan
-
     runs = scan()
     if args.running:
         runs = [r for r in runs if r.running]
@@ -120,8 +120,6 @@ def _list(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _load(spec: str, tail: int = 10) -> RunInfo:
-    from sglaunch.runtime.runs import load_run, resolve_run
-
     return load_run(resolve_run(spec), tail=tail)
 
 
@@ -168,9 +166,6 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
 
 def _probe(run: RunInfo) -> str:
     """`/ready` as the server answers it now, in words (it is running on this machine)."""
-    from sglaunch.runtime.attach_target import endpoint_of
-    from sglaunch.runtime.probe import request
-
     try:
         res = request(endpoint_of(run.url or ""), "/ready", timeout=1.0)
     except (OSError, UserError) as exc:
@@ -179,8 +174,6 @@ def _probe(run: RunInfo) -> str:
 
 
 def _logs(args: argparse.Namespace, out: TextIO) -> int:
-    from sglaunch.runtime.runs import read_tail
-
     run = _load(args.run, tail=0)
     if not run.log_path.is_file():
         raise UserError(f"run {run.name} has no log ({run.log_path} does not exist)")
@@ -212,8 +205,6 @@ def _copy(fh: Any, out: TextIO) -> int:
 
 def _follow(run: RunInfo, fh: Any, out: TextIO) -> None:
     """New lines as they come, until the server has ended and its log is quiet (or Ctrl-C)."""
-    from sglaunch.runtime.runs import RunState, load_run
-
     quiet_since: float | None = None
     while True:
         if _copy(fh, out):
@@ -232,8 +223,6 @@ def _follow(run: RunInfo, fh: Any, out: TextIO) -> None:
 
 
 def _stop(args: argparse.Namespace, err: TextIO) -> int:
-    from sglaunch.runtime.runstop import stop_run
-
     run = _load(args.run, tail=0)
     outcome = stop_run(run, grace=args.grace)
     if outcome is None:
@@ -262,8 +251,6 @@ def _stop(args: argparse.Namespace, err: TextIO) -> int:
 
 
 def _prune(args: argparse.Namespace, err: TextIO) -> int:
-    from sglaunch.runtime.runs import prune
-
     if args.keep < 0:
         raise UserError("--keep N: give 0 or more runs to keep")
     result = prune(keep=args.keep, dry_run=args.dry_run)

@@ -14,11 +14,17 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import json
 import os
 from collections.abc import Callable
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as dist_version
 from pathlib import Path
 from typing import Any
+
+from sglaunch.paths import cache_dir
+from sglaunch.safeio import InputError, read_bytes
 
 # bump when what is stored, or what the facts read from it, changes meaning
 FORMAT = 1
@@ -38,8 +44,6 @@ def _transformers_version() -> str | None:
     The version comes from the dist-info folder beside the package, which any pip
     install writes; an unusual layout falls back to importlib.metadata.
     """
-    import importlib.util
-
     try:
         spec = importlib.util.find_spec("transformers")
     except (ImportError, ValueError):
@@ -51,9 +55,6 @@ def _transformers_version() -> str | None:
     if len(infos) == 1:
         version = infos[0].name[len("transformers-") : -len(".dist-info")]
     else:
-        from importlib.metadata import PackageNotFoundError
-        from importlib.metadata import version as dist_version
-
         try:
             version = dist_version("transformers")
         except PackageNotFoundError:
@@ -71,16 +72,12 @@ def _key(model_dir: Path, config: bytes, transformers: str) -> dict[str, Any]:
 
 
 def _entry_path(key: dict[str, Any]) -> Path:
-    from sglaunch.paths import cache_dir
-
     name = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]
     return cache_dir() / _FOLDER / f"{name}.json"
 
 
 def _read(path: Path, key: dict[str, Any]) -> dict[str, Any] | None:
     """The stored entry for `key`, or None when missing, damaged or another key's."""
-    from sglaunch.safeio import InputError, read_bytes
-
     try:
         # a FIFO or device planted there is refused, not waited on
         raw = read_bytes(path, limit=_MAX_ENTRY_BYTES, noun="a cache entry")

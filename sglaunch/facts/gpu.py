@@ -99,7 +99,7 @@ def probe_gpus(
     env = os.environ if env is None else env
     if nvml is None:
         try:
-            import pynvml
+            import pynvml  # heavy: pynvml, and absent without the NVIDIA stack
         except ImportError:
             return planning_fallback("nvidia-ml-py is not installed", fallback_preset)
         nvml = pynvml

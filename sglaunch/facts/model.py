@@ -9,21 +9,19 @@ semantics applied where sglang defines the type.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
 import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from sglaunch import SGLANG_VERSION
 from sglaunch.errors import UserError
 from sglaunch.examples import EXAMPLE_REPOS, EXAMPLES, example_dir
+from sglaunch.facts.config_cache import TransformersRejected, autoconfig_view
 from sglaunch.facts.config_limits import (
     check_config_numbers,
     check_config_types,
@@ -32,6 +30,12 @@ from sglaunch.facts.config_limits import (
 )
 from sglaunch.memory.model_inputs import with_memory_shapes, with_weight_breakdown
 from sglaunch.memory.weights import weight_bytes
+from sglaunch.model_types import (
+    known_model_types,
+    model_types_data,
+    sglang_architectures,
+    text_config,
+)
 from sglaunch.safeio import kind_of, parse_json, path_stat, read_text, shown
 from sglaunch.validators.facts import ModelFacts
 
@@ -90,7 +94,6 @@ CONTEXT_LENGTH_KEYS = (
     "model_max_length",
     "max_position_embeddings",
 )
-_TEXT_CONFIG_KEYS = ("text_config", "llm_config", "language_config", "thinker_config")
 
 # Spellings of the same fact across model families (transformers' attribute_map)
 _ALIASES: dict[str, tuple[str, ...]] = {
@@ -118,33 +121,8 @@ _MIXER_ALIASES = {
 }
 
 
-@cache
-def _model_types_data(version: str | None = None) -> dict[str, Any]:
-    """The bundled model-type facts of a supported release (the nearest one for any other)."""
-    from sglaunch.validators.release_spans import semantics
-
-    text = (
-        resources.files("sglaunch.facts")
-        .joinpath("data", f"model-types-{semantics(version or SGLANG_VERSION)}.json")
-        .read_text(encoding="utf-8")
-    )
-    data: dict[str, Any] = json.loads(text)
-    return data
-
-
-def sglang_architectures(version: str | None = None) -> frozenset[str]:
-    """Architectures that sglang release implements natively (its EntryClass names)."""
-    return frozenset(_model_types_data(version).get("sglang_architectures", ()))
-
-
-def known_model_types(version: str | None = None) -> tuple[frozenset[str], frozenset[str]]:
-    """(types sglang's transformers knows, types sglang registers itself), bundled facts."""
-    data = _model_types_data(version)
-    return frozenset(data["transformers_model_types"]), frozenset(data["sglang_model_types"])
-
-
 def _transformers_version(version: str | None = None) -> str:
-    return str(_model_types_data(version).get("transformers_version", ""))
+    return str(model_types_data(version).get("transformers_version", ""))
 
 
 # --- finding the config ----------------------------------------------------------
@@ -296,18 +274,6 @@ def _int_or_none(v: Any) -> int | None:
     if isinstance(v, float) and v.is_integer():
         return int(v)
     return None
-
-
-def text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
-    """sglang's get_hf_text_config: the language-model part of a multimodal config."""
-    archs = config.get("architectures") or []
-    if archs and str(archs[0]).startswith("Llava") and str(archs[0]).endswith("ForCausalLM"):
-        return config
-    for key in _TEXT_CONFIG_KEYS:
-        sub = config.get(key)
-        if isinstance(sub, Mapping):
-            return sub
-    return config
 
 
 def context_length(cfg: Mapping[str, Any]) -> int:
@@ -484,7 +450,7 @@ def _quiet_transformers() -> None:
     root = logging.getLogger("transformers")
     if not any(isinstance(f, _ErrorsOnly) for f in root.filters):
         root.addFilter(_ErrorsOnly())
-    from transformers.utils import logging as transformers_logging
+    from transformers.utils import logging as transformers_logging  # heavy: transformers (~1.5 s)
 
     transformers_logging.set_verbosity_error()
 
@@ -496,7 +462,7 @@ def _autoconfig_dict(model_dir: Path) -> dict[str, Any]:
     the server it launches inherits, so no HF_*/TRANSFORMERS_* variable is set here.
     """
     _quiet_transformers()
-    from transformers import AutoConfig
+    from transformers import AutoConfig  # heavy: transformers (~1.5 s)
 
     cfg = AutoConfig.from_pretrained(str(model_dir), trust_remote_code=False, local_files_only=True)
     data: dict[str, Any] = cfg.to_dict()
@@ -533,8 +499,6 @@ def load_model_facts(
     tf_types, _ = known_model_types(sglang_version)
     loaded_with = "json"
     if use_transformers and str(data.get("model_type") or "") in tf_types:
-        from sglaunch.facts.config_cache import TransformersRejected, autoconfig_view
-
         try:
             # a repeat check of the same config reads transformers' answer from the cache
             merged = autoconfig_view(model_dir, _autoconfig_dict)

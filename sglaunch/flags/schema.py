@@ -18,6 +18,7 @@ from typing import Any
 
 from sglaunch import SGLANG_VERSION
 from sglaunch.errors import UserError
+from sglaunch.validators.release_spans import semantics
 
 BOOL_ACTIONS = ("store_true", "store_false", "boolean_optional")
 
@@ -163,8 +164,6 @@ def bundled_schema(version: str | None = None) -> FlagSchema:
 
     Any other version gets the nearest supported release's schema; the caller
     says so (`sglaunch.release`)."""
-    from sglaunch.validators.release_spans import semantics
-
     release = semantics(version or SGLANG_VERSION)
     text = (
         resources.files("sglaunch.flags")

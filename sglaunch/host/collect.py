@@ -8,6 +8,8 @@ hangs). `collect_host_facts` calls them all; tests replace any of them through `
 from __future__ import annotations
 
 import contextlib
+import errno
+import ipaddress
 import json
 import os
 import resource
@@ -22,7 +24,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from sglaunch.validators.rules.host.checks import DEFAULT_HOST, ports_to_bind, split_addr
+from sglaunch.errors import UserError
+from sglaunch.facts.model import ModelNotCached, hf_cache_dirs, resolve_model_dir
+from sglaunch.memory.weights import read_safetensors_header, safetensors_payload_bytes
+from sglaunch.validators.rules.host.checks import DEFAULT_HOST, nodes_of, ports_to_bind, split_addr
 from sglaunch.validators.rules.host.facts import (
     UNLIMITED,
     Checkpoint,
@@ -254,8 +259,6 @@ def port_holder(port: int) -> str:
 
 def probe_ports(ports: Iterable[tuple[int, str]], host: str) -> tuple[PortUse, ...]:
     """Try to bind each port as sglang will: the HTTP ports on `host`, the rest everywhere."""
-    import errno
-
     out: list[PortUse] = []
     for port, purpose in ports:
         where = host if purpose.startswith(("--port", "--grpc")) else "0.0.0.0"
@@ -340,8 +343,6 @@ def read_rendezvous(addr: str, timeout: float = DNS_TIMEOUT) -> Rendezvous:
 
 def _expected_size(path: Path) -> tuple[int | None, str]:
     """Bytes a safetensors file must have (8 + header + payload), from its header."""
-    from sglaunch.memory.weights import read_safetensors_header, safetensors_payload_bytes
-
     header, problem = read_safetensors_header(path)
     if header is None:
         return None, problem or "has no readable header"
@@ -357,9 +358,6 @@ def _expected_size(path: Path) -> tuple[int | None, str]:
 def read_checkpoint(source: str, env: Mapping[str, str]) -> Checkpoint:
     """The shards the launch will load, each present and as large as its header says; for a
     model sglang downloads, the free space where it goes."""
-    from sglaunch.errors import UserError
-    from sglaunch.facts.model import ModelNotCached, hf_cache_dirs, resolve_model_dir
-
     try:
         folder = resolve_model_dir(source, env)
     except ModelNotCached:
@@ -442,8 +440,6 @@ def collect_host_facts(
     collectors: Collectors | None = None,
 ) -> HostFacts:
     """Everything the host checks read, for the launch `flags` in `environ`."""
-    from sglaunch.validators.rules.host.checks import nodes_of
-
     c = collectors or Collectors()
     notes: list[str] = list(c.extra_notes)
     nv = c.nvml()
@@ -482,8 +478,6 @@ def collect_host_facts(
 
 
 def _is_address(host: str) -> bool:
-    import ipaddress
-
     try:
         ipaddress.ip_address(host.strip("[]"))
     except ValueError:

@@ -38,6 +38,7 @@ import json
 import logging
 import math
 import os
+import random
 import select
 import signal
 import sys
@@ -456,11 +457,70 @@ def resolve(request: dict[str, Any]) -> dict[str, Any]:
 # fork per request
 
 
+def _runtime_context() -> Any:
+    """sglang's runtime context module when it has snapshot_context/restore_context (the
+    releases sglaunch mirrors do), else None."""
+    try:
+        from sglang.srt import runtime_context
+    except ImportError:
+        return None
+    if hasattr(runtime_context, "snapshot_context") and hasattr(runtime_context, "restore_context"):
+        return runtime_context
+    return None
+
+
+def resolve_isolated(request: dict[str, Any]) -> dict[str, Any]:
+    """`resolve`, then put back what resolution changes in the process (the environment,
+    the working directory, argparse's error hook, the root logger, sglang's runtime context
+    through its own snapshot_context/restore_context), and reseed `random` as
+    a fork does (sglang draws an unset `random_seed` from it): the next launch of a batch
+    starts as a freshly forked child would. A batch's answers equal one child per
+    launch (tests/sglang/oracle/test_oracle_batches.py compares them)."""
+    import argparse
+
+    environ = dict(os.environ)
+    cwd = os.getcwd()
+    random.seed()
+    context = _runtime_context()
+    published = context.snapshot_context() if context is not None else None
+    error = argparse.ArgumentParser.error
+    basic_config = logging.basicConfig
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        return resolve(request)
+    finally:
+        os.environ.clear()
+        os.environ.update(environ)
+        with contextlib.suppress(OSError):
+            os.chdir(cwd)
+        argparse.ArgumentParser.error = error  # type: ignore[method-assign]
+        logging.basicConfig = basic_config
+        root.handlers[:] = handlers
+        root.setLevel(level)
+        if context is not None:
+            # what resolution and the memory probe publish (config bags, overrides, flags)
+            context.restore_context(published)
+
+
+def _answer(request: dict[str, Any]) -> dict[str, Any]:
+    """One launch's answer, or a batch's (`{"answers": [...]}`, one child for them all)."""
+    batch = request.get("batch")
+    if isinstance(batch, list):
+        answers = []
+        for item in batch:
+            answer = resolve_isolated(item if isinstance(item, dict) else {})
+            answer["child_s"] = answer.get("timing", {}).get("total_s", 0.0)
+            answers.append(answer)
+        return {"ok": True, "answers": answers}
+    return resolve(request)
+
+
 def _child(request: dict[str, Any], write_fd: int, *, prepared: bool = False) -> None:
     try:
         if not prepared:
             _child_prepare()
-        answer = resolve(request)
+        answer = _answer(request)
         try:
             data = json.dumps(answer, allow_nan=False).encode()
         except (TypeError, ValueError) as exc:
@@ -708,6 +768,9 @@ def main() -> int:
             channel.send({"id": None, **_fault("the worker got a request that is not JSON")})
             continue
         timeout = float(request.get("timeout") or 20.0)
+        if isinstance(request.get("batch"), list):
+            # the whole batch within one launch's time each
+            timeout *= max(1, len(request["batch"]))
         answer = answer_in_child(request, timeout, spare)
         spare = None
         answer["id"] = request.get("id")

@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sglaunch.atomic import atomic_write
 from sglaunch.errors import UserError
 from sglaunch.paths import data_dir
+from sglaunch.safeio import InputError, parse_json, read_text
 
 FILE_NAME = "memory-calibration.json"
 SCHEMA = 1
@@ -45,8 +47,6 @@ def _key(gpu_name: str, driver: str, tp_size: int) -> str:
 
 def load(path: Path | None = None) -> dict[str, Calibration]:
     """Every stored calibration; {} when there is no store. A corrupt store raises UserError."""
-    from sglaunch.safeio import InputError, parse_json, read_text
-
     path = path or store_path()
     try:
         if not path.is_file():
@@ -153,9 +153,6 @@ def record(
             : len(entries) - MAX_ENTRIES
         ]:
             del entries[stale]
-    # imported here: the profiles package loads the YAML stack, which a plan never needs
-    from sglaunch.profiles.atomic import atomic_write
-
     payload = {
         "schema_version": SCHEMA,
         "entries": {k: vars(v) for k, v in sorted(entries.items())},

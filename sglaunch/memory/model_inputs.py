@@ -15,6 +15,8 @@ from typing import Any
 from sglaunch.memory.config_shapes import shapes_from_config
 from sglaunch.memory.weight_estimate import estimate_weights
 from sglaunch.memory.weights import weight_breakdown
+from sglaunch.model_types import known_model_types, text_config
+from sglaunch.safeio import InputError, parse_json, read_text, shown
 from sglaunch.validators.facts import ModelFacts
 
 HF_QUANT_CONFIG = "hf_quant_config.json"  # ModelOpt's, read by sglang for kv_cache_quant_algo
@@ -43,8 +45,6 @@ def read_hf_quant_config(model_dir: Path) -> dict[str, Any] | None:
     A file that is not one (too deep, not JSON, a FIFO) says nothing about the KV dtype:
     the plan goes on without it rather than refusing the model.
     """
-    from sglaunch.safeio import InputError, parse_json, read_text, shown
-
     path = model_dir / HF_QUANT_CONFIG
     if not path.is_file():
         return None
@@ -77,8 +77,6 @@ def with_weight_breakdown(
     the shapes are read again from the file: transformers' class may fill in fields
     sglang's lacks (Qwen3.5's layer_types where sglang reads full_attention_interval).
     """
-    from sglaunch.facts.model import known_model_types, text_config
-
     hf_quant = read_hf_quant_config(model_dir)
     _, sglang_types = known_model_types(sglang_version)
     own_type = str(config.get("model_type") or "") in sglang_types

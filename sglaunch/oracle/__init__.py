@@ -8,7 +8,7 @@ the same interface), or with `use_service=False` an `Oracle` of this process.
 
 from sglaunch.oracle.answer import OracleAnswer, OracleError, OracleStatus
 from sglaunch.oracle.answer_findings import oracle_findings
-from sglaunch.oracle.client import Oracle
+from sglaunch.oracle.client import Oracle, OracleQuery
 from sglaunch.oracle.interpreter import SglangPython, find_sglang_python
 from sglaunch.oracle.service_client import ServiceOracle, connect
 
@@ -16,6 +16,7 @@ __all__ = [
     "Oracle",
     "OracleAnswer",
     "OracleError",
+    "OracleQuery",
     "OracleStatus",
     "ServiceOracle",
     "SglangPython",

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
+from sglaunch.catalogue import _cli_names, find_site
 from sglaunch.oracle.answer import OracleAnswer
-from sglaunch.validators.cards import match_card
+from sglaunch.validators.cards.sites import trigger_words
 from sglaunch.validators.findings import Finding, Override, Severity
+from sglaunch.validators.registry import match_card
 
 ERROR_CODE = "sglang-error"
 OVERRIDE_CODE = "sglang-override"
@@ -41,8 +44,6 @@ def _fmt(value: Any) -> str:
     if value is None:
         return "None"
     if isinstance(value, dict | list):
-        import json
-
         text = json.dumps(value, separators=(",", ":"))
         return text if len(text) <= 80 else text[:79] + "…"
     return str(value)
@@ -77,9 +78,6 @@ def _site_finding(answer: OracleAnswer, message: str, source: str, raised: str) 
     """The error as its catalogue site (sglaunch.catalogue): its code, the flags its
     conditions read (jump targets) and the condition in words. Fixes come later, once sglang
     accepted each (`sglaunch.catalogue.vetting`)."""
-    from sglaunch.catalogue import _cli_names, find_site
-    from sglaunch.validators.cards.sites import trigger_words
-
     err = answer.error
     assert err is not None
     site = find_site(err.message, err.where, answer.sglang_version)

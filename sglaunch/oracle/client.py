@@ -22,12 +22,13 @@ import threading
 import time
 import weakref
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 from sglaunch.oracle.answer import OracleAnswer, OracleStatus
 from sglaunch.oracle.interpreter import NOT_INSTALLED, find_sglang_python
-from sglaunch.release import oracle_refusal
+from sglaunch.release_range import oracle_refusal
 from sglaunch.validators.facts import GpuFacts
 
 WORKER = Path(__file__).resolve().parent.parent / "in_sglang" / "oracle_worker.py"
@@ -53,6 +54,31 @@ def gpu_payload(gpu: GpuFacts) -> dict[str, Any]:
         "driver_version": gpu.driver_version,
         "cuda_version": gpu.cuda_version,
     }
+
+
+@dataclass(frozen=True)
+class OracleQuery:
+    """One launch to ask sglang about: what `Oracle.resolve` takes, as a value."""
+
+    argv: Sequence[str]
+    env: Mapping[str, str] | None
+    gpu: GpuFacts
+    memory: Mapping[str, Any] | None = None
+    cwd: str | None = None
+
+
+def _request_body(q: OracleQuery) -> dict[str, Any]:
+    """The worker's request for one launch (without the id and the timeout)."""
+    body: dict[str, Any] = {
+        "argv": [str(a) for a in q.argv],
+        "env": {str(k): str(v) for k, v in (q.env or {}).items()},
+        "gpu": gpu_payload(q.gpu),
+    }
+    if q.memory is not None:
+        body["memory"] = dict(q.memory)
+    if q.cwd:
+        body["cwd"] = q.cwd
+    return body
 
 
 class _WorkerGone(Exception):
@@ -168,15 +194,9 @@ class Oracle:
             self._next_id += 1
             request = {
                 "id": self._next_id,
-                "argv": [str(a) for a in argv],
-                "env": {str(k): str(v) for k, v in (env or {}).items()},
-                "gpu": gpu_payload(gpu),
+                **_request_body(OracleQuery(argv, env, gpu, memory, cwd)),
                 "timeout": self.timeout,
             }
-            if memory is not None:
-                request["memory"] = dict(memory)
-            if cwd:
-                request["cwd"] = cwd
             version = self._status.sglang_version
             t0 = time.perf_counter()
             try:
@@ -195,6 +215,56 @@ class Oracle:
             return OracleAnswer.from_json(
                 reply, sglang_version=version, elapsed_s=round(time.perf_counter() - t0, 4)
             )
+
+    def resolve_many(
+        self, queries: Sequence[OracleQuery], *, batch: int = 64
+    ) -> list[OracleAnswer]:
+        """`resolve` for each query, in order, `batch` launches to a child: one fork for many
+        answers, each launch isolated as in a child of its own (the worker's
+        `resolve_isolated`). A batch that gets no answer (a launch that hangs or kills its
+        process) is asked again one launch at a time, so each answer is what `resolve` gives."""
+        out: list[OracleAnswer] = []
+        for start in range(0, len(queries), max(1, batch)):
+            chunk = queries[start : start + max(1, batch)]
+            answers = self._resolve_batch(chunk)
+            if answers is None:
+                answers = [
+                    self.resolve(q.argv, q.env, q.gpu, memory=q.memory, cwd=q.cwd) for q in chunk
+                ]
+            out.extend(answers)
+        return out
+
+    def _resolve_batch(self, chunk: Sequence[OracleQuery]) -> list[OracleAnswer] | None:
+        with self._lock:
+            status = self._ensure_started(retry_failed=False)
+            if not status.available:
+                failed = OracleAnswer.failed(status.reason, sglang_version=status.sglang_version)
+                return [failed] * len(chunk)
+            self._next_id += 1
+            request = {
+                "id": self._next_id,
+                "batch": [_request_body(q) for q in chunk],
+                "timeout": self.timeout,
+            }
+            version = self._status.sglang_version
+            t0 = time.perf_counter()
+            try:
+                self._send(request)
+                deadline = time.monotonic() + self.timeout * len(chunk) + _BACKSTOP_S
+                while True:
+                    reply = self._read(deadline)
+                    if reply.get("id") == request["id"]:
+                        break
+            except _WorkerGone:
+                self._stop()
+                return None
+        answers = reply.get("answers")
+        if not isinstance(answers, list) or len(answers) != len(chunk):
+            return None
+        elapsed = round((time.perf_counter() - t0) / len(chunk), 4)
+        return [
+            OracleAnswer.from_json(a, sglang_version=version, elapsed_s=elapsed) for a in answers
+        ]
 
     # -- the worker process --------------------------------------------------
 

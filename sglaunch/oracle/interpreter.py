@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sglaunch import SGLANG_VERSION
-from sglaunch.validators.release_spans import key
+from sglaunch.paths import data_dir
+from sglaunch.release_range import oracle_refusal
+from sglaunch.validators.release_spans import SUPPORTED, key
 
 ENV_VAR = "SGLAUNCH_SGLANG_PYTHON"
 NOT_INSTALLED = "sglang is not installed; run `sglaunch oracle setup`"
@@ -33,15 +35,11 @@ class SglangPython:
 
 def managed_env_dir(version: str = SGLANG_VERSION) -> Path:
     """Where `sglaunch oracle setup [--version V]` puts its CPU-only sglang environment."""
-    from sglaunch.paths import data_dir
-
     return data_dir() / f"sglang-cpu-{version}"
 
 
 def managed_python() -> Path | None:
     """The newest release's managed environment that exists."""
-    from sglaunch.validators.release_spans import SUPPORTED
-
     for version in reversed(SUPPORTED):
         python = venv_python(managed_env_dir(version))
         if _usable(str(python)):
@@ -126,8 +124,6 @@ def probe_sglang_version(python: str, timeout: float = 30.0) -> tuple[str | None
 def oracle_refused(python: str) -> tuple[str, str] | None:
     """(sglang's version, why) when `python`'s sglang is one the oracle cannot run, so that
     no service or worker is started for it; None when it may be tried (or says nothing)."""
-    from sglaunch.release import oracle_refusal  # versions imports this module
-
     version, _ = probe_sglang_version(python)
     if version is None:
         return None  # the worker finds out, and says so in its own words

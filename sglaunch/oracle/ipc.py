@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from sglaunch import __version__
+from sglaunch.oracle.interpreter import cache_key_path
 
 PROTOCOL = 1
 # what a request carries from its client's environment; the service drops its own copies
@@ -149,8 +150,6 @@ def private_dir(path: Path, *, create: bool = True) -> Path:
 
 def service_key(python: str) -> str:
     """One service per sglang interpreter and per sglaunch installation (code and version)."""
-    from sglaunch.oracle.interpreter import cache_key_path
-
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     text = f"{cache_key_path(python)}\0{here}\0{__version__}\0{PROTOCOL}"
     return hashlib.sha256(text.encode()).hexdigest()[:12]

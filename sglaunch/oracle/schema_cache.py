@@ -19,8 +19,10 @@ from pathlib import Path
 
 from sglaunch.errors import UserError
 from sglaunch.flags.schema import FlagSchema, bundled_schema
+from sglaunch.in_sglang.sglang_import import sglang_version
 from sglaunch.oracle.interpreter import cache_key_path, find_sglang_python, probe_sglang_version
-from sglaunch.release import out_of_range_line
+from sglaunch.paths import cache_dir
+from sglaunch.release_range import out_of_range_line
 
 EXTRACT = Path(__file__).resolve().parent.parent / "in_sglang" / "extract_flags.py"
 
@@ -39,8 +41,6 @@ class SchemaLookup:
 
 
 def schema_cache_dir() -> Path:
-    from sglaunch.paths import cache_dir
-
     return cache_dir() / "schema"
 
 
@@ -111,8 +111,6 @@ def _sglang_version(python: str, source: str) -> tuple[str | None, str]:
     if source == "current":
         # sglang is installed in this very interpreter: its metadata answers in-process
         # (without importing sglang), where a subprocess would cost a Python start-up
-        from sglaunch.in_sglang.sglang_import import sglang_version
-
         version = sglang_version()
         if version is None:
             return None, f"sglang is not installed in {python}; run `sglaunch oracle setup`"

@@ -134,7 +134,7 @@ def _describe(paths: ServicePaths) -> ServiceInfo:
 def _is_our_service(pid: int, paths: ServicePaths) -> bool:
     """Whether `pid` is this user's service for `paths` (its command line says so)."""
     try:
-        import psutil
+        import psutil  # psutil (~40 ms): only when a process is looked at
 
         proc = psutil.Process(pid)
         cmdline = proc.cmdline()

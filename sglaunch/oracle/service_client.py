@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import fcntl
+import json
 import os
 import socket
 import subprocess
@@ -89,8 +90,6 @@ class ServiceStartFailed(ServiceRefused):
 
 def _failed_status(lock_fd: int, *, since: float) -> Mapping[str, Any] | None:
     """The status a service started at or after `since` left in its lock file as it gave up."""
-    import json
-
     try:
         info = json.loads(os.pread(lock_fd, 1 << 16, 0) or b"{}")
     except (OSError, ValueError):

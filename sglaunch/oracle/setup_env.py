@@ -22,6 +22,7 @@ from pathlib import Path
 
 from sglaunch.exitcodes import ExitCode
 from sglaunch.oracle.interpreter import managed_env_dir, venv_python
+from sglaunch.safeio import escape_controls
 from sglaunch.validators.release_spans import NEWEST, SUPPORTED
 
 TORCH = "torch==2.13.0"
@@ -112,8 +113,6 @@ def _run(step: str, cmd: list[str]) -> None:
     except OSError as exc:
         raise SetupError(f"{step} failed: cannot run {cmd[0]}: {exc.strerror or exc}") from exc
     if code != 0:
-        from sglaunch.safeio import escape_controls
-
         tail = [escape_controls(ln) for ln in output.rstrip().splitlines()[-TAIL_LINES:]]
         for line in tail:
             print(f"  {line}", file=sys.stderr)

@@ -9,6 +9,7 @@ store.save(p)                          # ConflictError if someone saved it meanw
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING
 
 # `diff` is both a submodule and a function of it: once anything imports the submodule, the
@@ -20,8 +21,8 @@ from sglaunch.profiles.diff import DiffLine, diff
 # Imported on first use (PEP 562): a module that needs one name here (the session needs
 # MAX_NODES) must not pay for the YAML, TOML and store stack on `sglaunch check`'s path.
 if TYPE_CHECKING:
+    from sglaunch.atomic import atomic_write
     from sglaunch.profiles.argvform import Exported, Imported
-    from sglaunch.profiles.atomic import atomic_write
     from sglaunch.profiles.command import (
         import_text,
         profile_from_command,
@@ -60,7 +61,7 @@ if TYPE_CHECKING:
 _LAZY = {
     "Exported": "sglaunch.profiles.argvform",
     "Imported": "sglaunch.profiles.argvform",
-    "atomic_write": "sglaunch.profiles.atomic",
+    "atomic_write": "sglaunch.atomic",
     "import_text": "sglaunch.profiles.command",
     "profile_from_command": "sglaunch.profiles.command",
     "to_command": "sglaunch.profiles.command",
@@ -96,7 +97,6 @@ def __getattr__(name: str) -> object:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
 
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sglaunch.errors import UserError
+from sglaunch.facts.model import model_path_for_launch, source_for_path
 from sglaunch.flags.argv import flag_tokens, parse_argv
 from sglaunch.flags.schema import FlagSchema
 from sglaunch.profiles.profile import (
@@ -66,7 +67,6 @@ def exported_model(model: str | None) -> str | None:
     folder holds a config and no weights: useless to sglang on a GPU box)."""
     if model is None:
         return None
-    from sglaunch.facts.model import model_path_for_launch
 
     return model_path_for_launch(model)
 
@@ -168,8 +168,6 @@ def profile_from_values(
     schema: FlagSchema,
     warnings: list[str],
 ) -> Imported:
-    from sglaunch.facts.model import source_for_path
-
     values = dict(values)
     model = values.pop("model_path", None)
     if isinstance(model, str):

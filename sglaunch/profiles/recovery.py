@@ -14,8 +14,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from sglaunch.atomic import atomic_write
 from sglaunch.errors import UserError
-from sglaunch.profiles.atomic import atomic_write
 from sglaunch.profiles.profile import validate_name
 from sglaunch.profiles.store import ConflictError
 from sglaunch.safeio import InputError, path_stat, read_bytes

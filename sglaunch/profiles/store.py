@@ -25,10 +25,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from sglaunch.atomic import atomic_write, fsync_dir, remove_stale_temps
 from sglaunch.errors import UserError
 from sglaunch.flags.schema import FlagSchema, bundled_schema
 from sglaunch.paths import profiles_dir
-from sglaunch.profiles.atomic import atomic_write, fsync_dir, remove_stale_temps
 from sglaunch.profiles.profile import Profile, validate_name
 from sglaunch.profiles.tomlform import profile_from_toml, profile_to_toml
 from sglaunch.safeio import MAX_TEXT_BYTES, InputError, open_lock, path_stat, read_bytes, shown

@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sglaunch.runtime.logparse import strip_prefix
-from sglaunch.validators.cards import Card, get_card
+from sglaunch.validators.cards import Card
 from sglaunch.validators.cards import runtime as rc
 from sglaunch.validators.findings import Fix
+from sglaunch.validators.registry import get_card
 
 _EXCEPTION = re.compile(
     r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Warning)?: "

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from sglaunch.secrets import mask_argv
+
 CREATE_TIME_SLACK_S = 1.0  # psutil's create time moves with the boot-time estimate
 MAX_PID = 1 << 22  # Linux's pid_max ceiling
 
@@ -64,7 +66,7 @@ def _proc_stat(pid: int) -> tuple[str, int] | None:
 
 
 def _psutil_process(pid: int) -> Any:
-    import psutil
+    import psutil  # psutil (~40 ms): only when a process is looked at
 
     try:
         return psutil.Process(pid)
@@ -94,8 +96,6 @@ def _cmdline(pid: int) -> list[str]:
 
 def cmdline_digest(pid: int) -> str | None:
     """sha256 of the process's masked command line, or None when it cannot be read."""
-    from sglaunch.secrets import mask_argv
-
     argv = _cmdline(pid)
     if not argv:
         return None
@@ -125,7 +125,7 @@ def _alive_state(pid: int) -> tuple[bool, int | None]:
     if proc is None:
         return False, None
     try:
-        import psutil
+        import psutil  # psutil (~40 ms): only when a process is looked at
 
         return proc.status() != psutil.STATUS_ZOMBIE, None
     except Exception:

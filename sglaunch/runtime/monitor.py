@@ -24,6 +24,7 @@ from typing import IO, Any
 
 from sglaunch.errors import UserError
 from sglaunch.exitcodes import ExitCode
+from sglaunch.runtime.after_launch import summary_text
 from sglaunch.runtime.failures import Diagnosis, diagnose, diagnosis_for
 from sglaunch.runtime.lines import LineSplitter
 from sglaunch.runtime.load import LoadStats
@@ -37,7 +38,7 @@ from sglaunch.runtime.rundir import RunDir
 from sglaunch.runtime.spec import LaunchSpec
 from sglaunch.runtime.startup import StartupTracker
 from sglaunch.runtime.state import EventKind, GpuSample, MonitorEvent, Status
-from sglaunch.secrets import MASK, is_secret_env_name, mask_argv
+from sglaunch.secrets import MASK, is_secret_env_name, mask_argv, mask_json, secret_values
 from sglaunch.validators.cards import runtime as rc
 
 Subscriber = Callable[[MonitorEvent], None]
@@ -249,8 +250,6 @@ class Monitor(Observed):
         )
         if spec.resolved is not None:
             # sglang resolves a typed-in key to its value: the record keeps only ****
-            from sglaunch.secrets import mask_json, secret_values
-
             resolved = mask_json(dict(spec.resolved), secret_values(spec.argv))
             rundir.write_json("resolved.json", resolved)
         return rundir
@@ -453,7 +452,6 @@ class Monitor(Observed):
         prediction = self.spec.prediction
         if prediction is None:
             return []
-        from sglaunch.memory.after_launch import summary_text
 
         with self._lock:
             if run.tracker.state.memory is not None:

@@ -14,10 +14,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from sglaunch.facts import gpu as gpu_facts
 from sglaunch.runtime.load import LoadStats, MetricsWindow, from_loads
 from sglaunch.runtime.probe import Endpoint, request
 from sglaunch.runtime.prometheus import parse_prometheus
 from sglaunch.runtime.state import GpuSample, Status
+from sglaunch.safeio import InputError, parse_json
 from sglaunch.validators.facts import GpuFacts, GpuMode
 
 GpuProbe = Callable[[], GpuFacts]
@@ -61,8 +63,6 @@ class PollPlan:
 
 def _json(body: bytes) -> Any:
     """A server's JSON answer, read with the same limits as any file (ValueError if not)."""
-    from sglaunch.safeio import InputError, parse_json
-
     try:
         return parse_json(body, label="the server's answer", what="HTTP answer")
     except InputError as exc:
@@ -71,9 +71,7 @@ def _json(body: bytes) -> Any:
 
 def default_gpu_probe(env: Mapping[str, str]) -> GpuProbe:
     def probe() -> GpuFacts:
-        from sglaunch.facts.gpu import probe_gpus
-
-        return probe_gpus(env=env, with_processes=False)
+        return gpu_facts.probe_gpus(env=env, with_processes=False)
 
     return probe
 

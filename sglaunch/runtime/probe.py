@@ -108,7 +108,7 @@ def port_problem(host: str, port: int, *, name_holder: bool = True) -> str | Non
 def port_holder(port: int) -> str | None:
     """'pid 1234 (python)' for the listener on `port`, when this user may see it."""
     try:
-        import psutil
+        import psutil  # psutil (~40 ms): only when a process is looked at
 
         for conn in psutil.net_connections(kind="tcp"):
             if (

@@ -164,7 +164,7 @@ class ServerProcess:
 
     def tree_pids(self) -> set[int]:
         """The main pid and every descendant now alive (for tests and diagnostics)."""
-        import psutil
+        import psutil  # psutil (~40 ms): only when a process is looked at
 
         if not self.running():
             return set()

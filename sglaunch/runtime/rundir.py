@@ -1,6 +1,6 @@
 """A run directory: `runs/DATE-PROFILE/` with server.log, argv.json, resolved.json, run.json.
 
-Every JSON file is written whole (profiles.atomic: temporary file, fsync, rename, fsync
+Every JSON file is written whole (sglaunch.atomic: temporary file, fsync, rename, fsync
 of the directory), so a crash leaves the previous version, never half of one. server.log
 is appended as lines arrive.
 
@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
+from sglaunch.atomic import atomic_write
 from sglaunch.paths import runs_dir
-from sglaunch.profiles.atomic import atomic_write
 from sglaunch.runtime.identity import cmdline_digest, identify, is_pid
 
 LOG_NAME = "server.log"

@@ -22,8 +22,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from sglaunch.errors import UserError
+from sglaunch.facts.model import source_for_path
+from sglaunch.paths import runs_dir
+from sglaunch.runtime.failures import exit_text
 from sglaunch.runtime.identity import Liveness, Verdict, check, is_pid
 from sglaunch.runtime.rundir import LOG_NAME, STATUS_NAME
+from sglaunch.runtime.slurmjob import ENDED_OK, job_state
+from sglaunch.safeio import InputError, parse_json
 
 MAX_RECORD_BYTES = 1 << 20  # a run.json is a few hundred bytes
 TAIL_LINES = 8
@@ -118,8 +123,6 @@ class RunInfo:
 
 
 def runs_root() -> Path:
-    from sglaunch.paths import runs_dir
-
     return runs_dir()
 
 
@@ -137,7 +140,6 @@ def _read_json(path: Path) -> tuple[Any, str]:
         return None, f"cannot read {path.name}: {exc.strerror or exc}"
     if len(data) > MAX_RECORD_BYTES:
         return None, f"{path.name} is over {MAX_RECORD_BYTES >> 20} MiB: not a run record"
-    from sglaunch.safeio import InputError, parse_json
 
     try:
         return parse_json(data, label=path.name, what="run record"), ""
@@ -188,8 +190,6 @@ def _model_from(argv_record: Any) -> tuple[str | None, tuple[str, ...]]:
             elif tok.startswith(("--model-path=", "--model=")):
                 model = tok.split("=", 1)[1]
     if model:
-        from sglaunch.facts.model import source_for_path
-
         model = source_for_path(model)
     return model, cmd
 
@@ -274,8 +274,6 @@ _RECORDED_LIVE = {
 
 
 def _ending(record: Mapping[str, Any]) -> str:
-    from sglaunch.runtime.failures import exit_text
-
     rc = record.get("returncode")
     if record.get("stopped_by"):
         return f"stopped by {printable(str(record['stopped_by']))}"
@@ -291,9 +289,6 @@ SLURM_HEAD_LOG = "node-0.log"
 
 def slurm_state(record: Mapping[str, Any]) -> tuple[RunState, str]:
     """A Slurm run's state: its recorded end, else what Slurm says of the job now."""
-    from sglaunch.errors import UserError
-    from sglaunch.runtime.slurmjob import ENDED_OK, job_state
-
     job = str(record["slurm_job"])
     status = record.get("status")
     if status in _RECORDED_END:

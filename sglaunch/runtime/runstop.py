@@ -21,6 +21,7 @@ from sglaunch.exitcodes import ExitCode
 from sglaunch.runtime.identity import Liveness, check
 from sglaunch.runtime.rundir import RunDir
 from sglaunch.runtime.runs import RunInfo, RunState, load_run
+from sglaunch.runtime.slurmjob import cancel
 
 DEFAULT_GRACE_S = 25.0  # as process.DEFAULT_GRACE_S: sglang's drain and scheduler exit
 _POLL_S = 0.1
@@ -67,7 +68,7 @@ class _AlreadyEnded(Exception):
 
 def _tree(root: Any) -> dict[int, Any]:
     """The live process `root`, its descendants and its process group, as psutil objects."""
-    import psutil
+    import psutil  # psutil (~40 ms): only when a process is looked at
 
     found: dict[int, Any] = {}
     with contextlib.suppress(psutil.Error):
@@ -86,7 +87,7 @@ def _tree(root: Any) -> dict[int, Any]:
 
 
 def _alive(procs: dict[int, Any]) -> dict[int, Any]:
-    import psutil
+    import psutil  # psutil (~40 ms): only when a process is looked at
 
     out = {}
     for pid, proc in procs.items():
@@ -98,7 +99,7 @@ def _alive(procs: dict[int, Any]) -> dict[int, Any]:
 
 def stop_tree(pid: int, grace: float) -> StopOutcome:
     """SIGTERM `pid`, wait up to `grace` s, then SIGKILL what is left of its tree."""
-    import psutil
+    import psutil  # psutil (~40 ms): only when a process is looked at
 
     try:
         root = psutil.Process(pid)
@@ -168,8 +169,6 @@ def _record_stopping(run: RunInfo) -> None:
 
 def stop_slurm_run(run: RunInfo, *, wait_s: float = 120.0) -> StopOutcome | None:
     """`scancel` the run's Slurm job and wait until Slurm lists none of its tasks."""
-    from sglaunch.runtime.slurmjob import cancel
-
     if not run.state.running and run.state is not RunState.UNKNOWN:
         return None
     job = str(run.record["slurm_job"])

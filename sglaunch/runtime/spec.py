@@ -18,7 +18,7 @@ from sglaunch.program import ENTRIES, program_argv
 from sglaunch.runtime.probe import Endpoint
 
 if TYPE_CHECKING:  # sglaunch.memory reads this package's log events: no import cycle
-    from sglaunch.memory.after_launch import Prediction
+    from sglaunch.runtime.after_launch import Prediction
 
 from sglaunch.secrets import Masker, is_secret_env_name, mask_argv, secret_values
 

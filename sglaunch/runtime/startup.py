@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sglaunch.runtime import hints
-from sglaunch.runtime.failures import Diagnosis, exit_text
+from sglaunch.runtime.failures import Diagnosis, diagnosis_for, exit_text
 from sglaunch.runtime.load import LoadStats
 from sglaunch.runtime.logparse import (
     Access,
@@ -646,8 +646,6 @@ def summary_from_server_info(info: Mapping[str, Any]) -> StartupSummary | None:
 
 
 def _diagnosis(code: str, message: str, flags: Mapping[str, Any]) -> Diagnosis:
-    from sglaunch.runtime.failures import diagnosis_for
-
     return diagnosis_for(code, message, dict(flags))
 
 

@@ -17,7 +17,7 @@ from sglaunch.runtime.load import LoadStats
 from sglaunch.validators.findings import Finding
 
 if TYPE_CHECKING:  # sglaunch.memory reads this package's log events: no import cycle
-    from sglaunch.memory.after_launch import Comparison
+    from sglaunch.runtime.after_launch import Comparison
 
 
 class Status(StrEnum):

@@ -23,6 +23,7 @@ from sglaunch.runtime.monitor import follow_file
 from sglaunch.runtime.observed import Observed
 from sglaunch.runtime.poller import GpuProbe, Poller, PollPlan, default_gpu_probe
 from sglaunch.runtime.probe import Endpoint, request
+from sglaunch.runtime.runs import RunState, load_run
 from sglaunch.runtime.startup import StartupTracker, event
 from sglaunch.runtime.state import EventKind, GpuSample, MonitorEvent, Status
 
@@ -169,8 +170,6 @@ class Watcher(Observed):
                 continue
 
     def _process_gone(self) -> bool:
-        from sglaunch.runtime.runs import load_run
-
         run = self.target.run
         assert run is not None
         try:
@@ -181,8 +180,6 @@ class Watcher(Observed):
     def _notice_stop(self) -> None:
         """`sglaunch runs stop` (or the owner) recorded a stop: what follows is a shutdown
         (its /ready 503s are not a failure), as for a server stopped here."""
-        from sglaunch.runtime.runs import load_run
-
         run = self.target.run
         assert run is not None
         if self.tracker.state.stop_requested_at is not None:
@@ -207,8 +204,6 @@ class Watcher(Observed):
 
     def _run_ending(self) -> tuple[int | None, bool]:
         """(its exit code, whether it was stopped on purpose), as its run recorded them."""
-        from sglaunch.runtime.runs import RunState, load_run
-
         run = self.target.run
         assert run is not None
         try:

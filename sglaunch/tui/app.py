@@ -10,8 +10,10 @@ imported where a dialog opens: the first frame does without it.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
+import signal
 import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -26,10 +28,13 @@ from sglaunch.catalogue import card_for
 from sglaunch.errors import UserError
 from sglaunch.facts.model import ModelNotCached, hf_cached_repos
 from sglaunch.flags.launchline import LaunchLine
-from sglaunch.flags.schema import FlagSchema
+from sglaunch.flags.schema import FlagSchema, bundled_schema
+from sglaunch.memory.api import layouts
+from sglaunch.memory.assumptions import memory_facts
 from sglaunch.release import VersionSource, choose, parse_named
 from sglaunch.revalidate import profile_named_version, version_changes
 from sglaunch.session import LaunchSession, inherited_env
+from sglaunch.tui import hangup
 from sglaunch.tui import messages as m
 from sglaunch.tui.collaborators import Collaborators
 from sglaunch.tui.palette import editor_commands, keys_command
@@ -42,6 +47,8 @@ from sglaunch.tui.widgets.findings import FindingsPanel
 from sglaunch.tui.widgets.flag_editor import FlagEditor
 from sglaunch.validators.facts import GpuMode
 from sglaunch.validators.findings import Finding, Fix, Severity
+from sglaunch.validators.memory.plan import plan_memory
+from sglaunch.validators.release_spans import semantics
 from sglaunch.verdict import OracleRequest, Phase, TwoTier, Verdict
 
 if TYPE_CHECKING:
@@ -166,16 +173,13 @@ class SglaunchApp(App[int]):
 
     def _watch_terminal(self) -> None:
         """End as quitting does when the terminal goes away (tui/hangup.py says why)."""
-        import asyncio
-        import signal
-
-        from sglaunch.tui.hangup import CHECK_EVERY_S, terminal_fd, terminal_gone
-
-        fd = terminal_fd()
+        fd = hangup.terminal_fd()
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self.hung_up)
         if fd is not None:
-            self.set_interval(CHECK_EVERY_S, lambda: self.hung_up() if terminal_gone(fd) else None)
+            self.set_interval(
+                hangup.CHECK_EVERY_S, lambda: self.hung_up() if hangup.terminal_gone(fd) else None
+            )
 
     def hung_up(self) -> None:
         """The terminal is gone: no question can be asked, so an owned server is stopped
@@ -192,15 +196,11 @@ class SglaunchApp(App[int]):
 
     @work(thread=True, exclusive=True, group="quit")
     def _end_after_hangup(self) -> None:
-        import signal
-
-        from sglaunch.tui.hangup import exit_now
-
         with contextlib.suppress(Exception):
             self.server.stop_and_wait()
         # not App.exit: Textual's shutdown waits on a writer thread that died writing to
         # the dead terminal, forever; the server is stopped and unsaved edits are kept
-        exit_now(128 + signal.SIGHUP)
+        hangup.exit_now(128 + signal.SIGHUP)
 
     def _start(self) -> None:
         self.first_frame_at = time.time()
@@ -218,6 +218,7 @@ class SglaunchApp(App[int]):
             self.session.mark_clean()  # nothing typed yet: nothing to lose
         self.start_oracle()
         if self.attach is not None:
+            # not before the first frame: the runtime loads when there is a server to show
             from sglaunch.runtime.watch import Watcher
 
             self.server.watch(Watcher(self.attach))
@@ -243,8 +244,6 @@ class SglaunchApp(App[int]):
 
     @work(thread=True, exclusive=True, group="gpus")
     def probe_gpus(self) -> None:
-        from sglaunch.memory.assumptions import memory_facts
-
         gpu = self.c.gpu_probe()
         # the start-up cost measured on these GPUs before (a small file): read it here too
         self.post_message(m.GpusProbed(gpu, memory_facts(gpu)))
@@ -261,8 +260,6 @@ class SglaunchApp(App[int]):
         self._read_model(source, self.active.version)
 
     def _reload_for_release(self) -> None:
-        from sglaunch.validators.release_spans import semantics
-
         source = self.session.model_source
         if source and semantics(self._model_release) != semantics(self.active.version):
             self.load_model(source)
@@ -322,8 +319,6 @@ class SglaunchApp(App[int]):
 
     @on(m.ModelLoaded)
     def _model_loaded(self, message: m.ModelLoaded) -> None:
-        from sglaunch.validators.release_spans import semantics
-
         if semantics(message.release) != semantics(self._model_release):
             return  # read for a release no longer checked for: its reread is on the way
         if self.session.model_loaded(message.source, message.facts):
@@ -392,8 +387,6 @@ class SglaunchApp(App[int]):
 
     def _use_release(self, version: str) -> None:
         """Check for `version` with its bundled flags (no installed sglang says otherwise)."""
-        from sglaunch.flags.schema import bundled_schema
-
         self._use_schema(bundled_schema(version))
         self.session.set_sglang_version(version)
         self.main.set_flags_title(f"{self.active.label()} · {len(self.schema)} flags")
@@ -527,7 +520,6 @@ class SglaunchApp(App[int]):
         """sglang's start-up memory plan for the launch (~0.1 ms, pure: no calibration I/O)."""
         if self.session.model is None:
             return None
-        from sglaunch.validators.memory.plan import plan_memory
 
         answer = self.verdict.answer
         return plan_memory(self.session.check_input(), answer.resolved if answer else None)
@@ -560,7 +552,7 @@ class SglaunchApp(App[int]):
 
     def config_yaml(self, *, comments: bool = True) -> str:
         """The launch as sglang `--config` YAML: the same export as `profiles export`."""
-        from sglaunch.profiles import to_yaml
+        from sglaunch.profiles import to_yaml  # yaml (~35 ms): only when the YAML is shown
 
         try:
             profile = self.session.to_profile(self.session.profile_name or "launch")
@@ -703,8 +695,7 @@ class SglaunchApp(App[int]):
         if self.session.model is None:
             self.notify("open a model first (ctrl+o)", severity="warning")
             return
-        from sglaunch.memory.api import layouts
-        from sglaunch.tui.screens.layouts import LayoutsScreen, layout_applied
+        from sglaunch.tui.screens.layouts import LayoutsScreen, layout_applied  # loads when opened
 
         plan = self.memory_plan()
         k = plan.knobs if plan is not None else None
@@ -811,8 +802,6 @@ class SglaunchApp(App[int]):
 
     @work(thread=True, exclusive=True, group="memory-facts")
     def read_memory_facts(self) -> None:
-        from sglaunch.memory.assumptions import memory_facts
-
         self.post_message(m.MemoryFactsRead(memory_facts(self.session.gpu)))
 
     @on(m.MemoryFactsRead)

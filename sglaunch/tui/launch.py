@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 import os
+import sys
 from typing import TYPE_CHECKING
 
+from sglaunch.errors import UserError
 from sglaunch.examples import DEFAULT_EXAMPLE
 from sglaunch.exitcodes import ExitCode
+from sglaunch.facts import gpu as gpu_facts
+from sglaunch.facts.model import hf_cache_dirs, load_model_facts
+from sglaunch.flags.schema import bundled_schema
+from sglaunch.host import host_findings
+from sglaunch.oracle.interpreter import find_sglang_python
+from sglaunch.profiles import ProfileStore
+from sglaunch.release import load_flag_facts, parse_named
 
 if TYPE_CHECKING:
     from sglaunch.runtime import LaunchSpec, Monitor
@@ -24,12 +33,8 @@ def run_tui(
     attach: AttachTarget | None = None,
     no_oracle_service: bool = False,
 ) -> int:
-    from sglaunch.release import parse_named
-
     parse_named(sglang_version)  # a release sglaunch has no rules for is a one-line error now
     if profile is not None:
-        from sglaunch.profiles import ProfileStore
-
         ProfileStore(None).load(profile)  # a missing or broken profile is a one-line error now
     need_terminal()
     app = build_app(
@@ -50,10 +55,6 @@ def run_tui(
 def need_terminal() -> None:
     """`sglaunch > out.txt` or `sglaunch | cat`: a TUI there writes escape codes into the
     file and spins on input nobody can give; refuse before Textual is even imported."""
-    import sys
-
-    from sglaunch.errors import UserError
-
     for name, stream in (("stdout", sys.stdout), ("stdin", sys.stdin)):
         try:
             tty = stream is not None and stream.isatty()
@@ -77,32 +78,28 @@ def build_app(
     attach: AttachTarget | None = None,
     no_oracle_service: bool = False,
 ) -> SglaunchApp:
-    from sglaunch.facts.gpu import probe_gpus
-    from sglaunch.facts.model import hf_cache_dirs, load_model_facts
-    from sglaunch.flags.schema import bundled_schema
+    # heavy: textual, only after the terminal check above
     from sglaunch.tui.app import SglaunchApp
-    from sglaunch.tui.collaborators import Collaborators
+    from sglaunch.tui.collaborators import Collaborators  # heavy: textual, as above
 
     collab = Collaborators(
-        gpu_probe=probe_gpus,
+        gpu_probe=gpu_facts.probe_gpus,
         model_loader=load_model_facts,
         hf_cache_dirs=tuple(hf_cache_dirs(os.environ)),
     )
     try:
         if not with_oracle:
             raise ImportError("oracle disabled")
+        # inside the try: an oracle client that cannot load leaves the TUI without one
         from sglaunch.oracle.service_client import connect
-        from sglaunch.release import load_flag_facts
 
         # the shared, warm service (one per user and interpreter) unless told otherwise
         collab.oracle = connect(sglang_python, use_service=not no_oracle_service)
         collab.flag_facts = lambda named: load_flag_facts(sglang_python, named)
     except ImportError:
         pass
-    from sglaunch.oracle.interpreter import find_sglang_python
 
     collab.server_factory = _monitor
-    from sglaunch.host import host_findings
 
     collab.host_check = host_findings
     found = find_sglang_python(sglang_python)

@@ -9,14 +9,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from sglaunch.errors import UserError
+from sglaunch.profiles import ProfileStore, validate_name
+from sglaunch.profiles.diff import diff
+from sglaunch.profiles.profile import name_from_model
+from sglaunch.profiles.recovery import keep_unsaved, take_recovered
 
 if TYPE_CHECKING:
-    from sglaunch.profiles import ProfileStore
     from sglaunch.tui.app import SglaunchApp
+    from sglaunch.tui.screens.profiles import ProfileAction
 
 
 def running_servers() -> dict[str, list[str]]:
     """Profile name -> its servers running here (run directories; /proc only, no HTTP)."""
+    # not before the first frame: the runtime loads when the picker first opens
     from sglaunch.runtime.runs import running_by_profile
 
     try:
@@ -31,8 +36,6 @@ class ProfileFlow:
         self.app = app
 
     def store(self) -> ProfileStore:
-        from sglaunch.profiles import ProfileStore
-
         return ProfileStore(self.app.c.profile_dir)
 
     def open(self, name: str) -> None:
@@ -48,8 +51,6 @@ class ProfileFlow:
         self.app.after_load()
 
     def save(self, name: str) -> bool:
-        from sglaunch.profiles import validate_name
-
         session = self.app.session
         try:
             validate_name(name)
@@ -81,8 +82,6 @@ class ProfileFlow:
     def keep_unsaved(self) -> str | None:
         """The terminal went away with unsaved edits: keep them as a new profile
         (profiles/recovery.py); its name, or None when nothing was unsaved or kept."""
-        from sglaunch.profiles.recovery import keep_unsaved
-
         session = self.app.session
         if not session.dirty:
             return None
@@ -96,8 +95,6 @@ class ProfileFlow:
 
     def report_recovered(self) -> None:
         """Say once which launches an earlier hang-up kept."""
-        from sglaunch.profiles.recovery import take_recovered
-
         try:
             kept = take_recovered(self.store())
         except (UserError, OSError):
@@ -111,8 +108,6 @@ class ProfileFlow:
             )
 
     def save_current(self) -> None:
-        from sglaunch.profiles.profile import name_from_model
-
         session = self.app.session
         suggestion = name_from_model(session.model_source) if session.model_source else ""
         if session.profile is None:
@@ -129,13 +124,11 @@ class ProfileFlow:
             self.save(session.profile.name)
 
     def picker(self, save_as: str | None = None, note: str = "") -> None:
-        from sglaunch.tui.screens.profiles import ProfileAction, ProfilesScreen
+        from sglaunch.tui.screens.profiles import ProfilesScreen  # loads when opened
 
         store = self.store()
 
         def diff_with(name: str) -> list[Any]:
-            from sglaunch.profiles.diff import diff
-
             return diff(store.load(name), self.app.session.to_profile(name), self.app.schema)
 
         def done(action: ProfileAction | None) -> None:

@@ -65,6 +65,7 @@ class ServerControl:
 
     def watch(self, watcher: Watcher) -> None:
         """Show a server sglaunch does not own; leaving the monitor leaves it running."""
+        # not before the first frame: the monitor screen loads the runtime
         from sglaunch.tui.screens.monitor import MonitorScreen
 
         self.watcher = watcher
@@ -94,6 +95,7 @@ class ServerControl:
             self.watcher.stop()
             self.watcher = None
             self.monitor = None
+        # not before the first frame: the monitor screen loads the runtime
         from sglaunch.tui.screens.monitor import MonitorScreen
 
         if self.screen is None:
@@ -143,7 +145,7 @@ class ServerControl:
             )
 
     def reported(self, event: MonitorEvent) -> None:
-        from sglaunch.runtime import EventKind
+        from sglaunch.runtime import EventKind  # not at import (first frame); loaded by now
 
         if self.screen is not None and self.monitor is not None:
             self.screen.server_event(event, self.monitor.snapshot())

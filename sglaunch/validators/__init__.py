@@ -4,8 +4,8 @@ Standard library only — no sglang, torch, transformers or textual — so it ru
 anywhere in well under a millisecond.
 """
 
-from sglaunch.validators.cards import Card, all_cards, generic_card, get_card, match_card
-from sglaunch.validators.engine import Report, Rule, all_rules, get_rule, validate
+from sglaunch.validators.cards import Card
+from sglaunch.validators.engine import Report, validate
 from sglaunch.validators.facts import (
     CheckInput,
     FlagIssue,
@@ -17,6 +17,15 @@ from sglaunch.validators.facts import (
     ModelFacts,
 )
 from sglaunch.validators.findings import Finding, Fix, Override, Severity
+from sglaunch.validators.registry import (
+    all_cards,
+    all_rules,
+    generic_card,
+    get_card,
+    get_rule,
+    match_card,
+)
+from sglaunch.validators.rule import Rule
 
 __all__ = [
     "Card",

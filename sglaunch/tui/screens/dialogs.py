@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rich.table import Table
 from rich.text import Text
@@ -31,6 +31,9 @@ from sglaunch.errors import UserError
 from sglaunch.examples import EXAMPLES
 from sglaunch.facts.presets import PRESETS
 from sglaunch.flags.launchline import LaunchLine, parse_launch_line
+from sglaunch.oracle.answer_findings import meaningful_changes
+from sglaunch.profiles.profile import MAX_NODES
+from sglaunch.secrets import mask_json, mask_text, secret_values
 from sglaunch.session import GpuChoice, LaunchSession
 from sglaunch.validators.facts import GpuFacts, GpuMode
 from sglaunch.verdict import Phase, Tone, TwoTier, Verdict
@@ -271,8 +274,6 @@ class GpuScreen(ModalScreen["GpuPick | None"]):
     @on(Input.Submitted, "#gpu-count")
     @on(Input.Submitted, "#gpu-nodes")
     def _apply(self) -> None:
-        from sglaunch.profiles.profile import MAX_NODES  # the profile's own bound
-
         preset = self.query_one("#gpu-preset", Select).value
         count = self.query_one("#gpu-count", Input).value.strip() or "1"
         nodes_text = self.query_one("#gpu-nodes", Input).value.strip() or "1"
@@ -320,10 +321,6 @@ class ResolvedView:
 
 def resolved_view(session: LaunchSession, verdict: Verdict, tiers: TwoTier) -> ResolvedView:
     """What ctrl+r shows, secrets masked (sglang resolves a typed-in key to its value)."""
-    from dataclasses import replace
-
-    from sglaunch.secrets import mask_json, mask_text, secret_values
-
     view = _resolved_view(session, verdict, tiers)
     values = secret_values(session.argv(), session.schema)
     changes = mask_json({k: list(v) for k, v in view.changes.items()}, values, session.schema)
@@ -340,8 +337,6 @@ def _resolved_view(session: LaunchSession, verdict: Verdict, tiers: TwoTier) -> 
     builtin = dict(verdict.builtin.changes)
     version = tiers.version or ""
     if answer is not None and answer.ok:
-        from sglaunch.oracle.answer_findings import meaningful_changes
-
         asked = frozenset(answer.explicit) | explicit
         changes = meaningful_changes(answer, set(asked))
         return ResolvedView(

@@ -24,7 +24,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Log, ProgressBar, Sparkline, Static
 
-from sglaunch.memory.after_launch import Comparison
+from sglaunch.paths import tilde
 from sglaunch.runtime import (
     Diagnosis,
     EventKind,
@@ -35,8 +35,9 @@ from sglaunch.runtime import (
     Phase,
     Status,
 )
+from sglaunch.runtime.after_launch import Comparison
 from sglaunch.runtime.watch import Watcher
-from sglaunch.tui.server import ServerControl
+from sglaunch.tui.server_handle import ServerHandle
 from sglaunch.tui.widgets.panels import bar
 
 # what the start-up timeline shows, in order (launched is implied)
@@ -140,7 +141,7 @@ class MonitorScreen(Screen[None]):
 
     HELP_TITLE = "the monitor"
 
-    def __init__(self, control: ServerControl) -> None:
+    def __init__(self, control: ServerHandle) -> None:
         super().__init__()
         self.control = control
         self.state = MonitorState()
@@ -290,8 +291,6 @@ class MonitorScreen(Screen[None]):
         if s.pid:
             line.append(f"   pid {s.pid}", style="dim")
         if s.run_dir:
-            from sglaunch.paths import tilde
-
             line.append(f"   {tilde(s.run_dir)}", style="dim")
         self.query_one("#status-line", Static).update(line)
         self.sub_title = words.get(s.status, "")

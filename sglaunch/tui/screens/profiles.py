@@ -15,6 +15,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
+from sglaunch.errors import UserError
+from sglaunch.profiles import validate_name
+
 
 @dataclass
 class ProfileAction:
@@ -148,9 +151,6 @@ class ProfilesScreen(ModalScreen[ProfileAction | None]):
     @on(Button.Pressed, "#profile-save-as")
     @on(Input.Submitted, "#profile-name")
     def _save_as(self) -> None:
-        from sglaunch.errors import UserError
-        from sglaunch.profiles import validate_name
-
         name = self.query_one("#profile-name", Input).value.strip()
         if not name:
             self._error("type a name for the profile")

@@ -3,6 +3,10 @@
 Every rule code has a card; so does every runtime failure sglaunch recognises.
 Cards can also be found from an error message (`match_card`), which is how
 sglang's own exceptions and log lines get the same explanation as the rules.
+
+This module declares cards (`Card`, `card(...)`); the modules beside it and the rule
+modules call `card(...)`, and `registry` looks them up (`get_card`, `all_cards`,
+`match_card`, `card_for`) once every one of them is imported.
 """
 
 from __future__ import annotations
@@ -52,7 +56,9 @@ class Card:
         }
 
 
-_CARDS: dict[str, Card] = {}
+# Every card registered so far, by code, in the order registered. Read it through
+# `registry`, which imports every card module first.
+CARDS: dict[str, Card] = {}
 
 
 def card(
@@ -85,56 +91,7 @@ def card(
         stage=stage,
         _compiled=tuple(re.compile(p) for p in pats),
     )
-    if code in _CARDS:
+    if code in CARDS:
         raise ValueError(f"duplicate card code {code!r}")
-    _CARDS[code] = c
+    CARDS[code] = c
     return c
-
-
-def get_card(code: str) -> Card | None:
-    _ensure_loaded()
-    return _CARDS.get(code)
-
-
-def all_cards() -> list[Card]:
-    _ensure_loaded()
-    return list(_CARDS.values())
-
-
-def match_card(text: str) -> Card | None:
-    """The card whose pattern matches this message, or None.
-
-    A rule's card is more specific than a runtime one (an unknown flag beats "sglang's
-    parser failed"), so rule cards are tried first; the runtime's own order comes next.
-    """
-    _ensure_loaded()
-    for c in sorted(_CARDS.values(), key=lambda c: c.stage == "runtime"):
-        if c.matches(text):
-            return c
-    return None
-
-
-def generic_card(message: str, source: str = "") -> Card:
-    """A card for an error nothing in the catalogue explains: sglang's words and where."""
-    from dataclasses import replace
-
-    where = f" It was raised at {source}." if source else ""
-    base = get_card("sglang-error")
-    assert base is not None  # registered by oracle_cards
-    return replace(base, what=f"sglang raised: {message}{where}")
-
-
-def card_for(code: str, message: str, source: str = "") -> Card:
-    """The card to show for a finding: its code's, else its message's, else one quoting it.
-
-    sglang's own errors share one code, so for them the message decides: a known message
-    gets its specific card, an unknown one a card that quotes it and where it was raised.
-    """
-    by_code = get_card(code) if code != "sglang-error" else None
-    return by_code or match_card(message) or generic_card(message, source)
-
-
-def _ensure_loaded() -> None:
-    # Cards live beside the rules that produce them; importing the explicit
-    # list registers them all.
-    from sglaunch.validators import registry  # noqa: F401

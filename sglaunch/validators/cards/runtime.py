@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from sglaunch.validators.cards import Card, all_cards, card
+from sglaunch.validators.cards import CARDS, Card, card
 from sglaunch.validators.findings import Fix
 
 # The highest fraction worth suggesting: above it the CUDA context, NCCL buffers and
@@ -457,7 +457,8 @@ card(
 
 def runtime_cards() -> list[Card]:
     """The runtime cards in order of precedence."""
-    return [c for c in all_cards() if c.stage == "runtime"]
+    # every runtime card is declared above, so they are all registered by now
+    return [c for c in CARDS.values() if c.stage == "runtime"]
 
 
 # --- fixes: flag changes computed from the message and the flags in effect -----------

@@ -11,7 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sglaunch.validators.memory.shapes import DTYPE_BYTES, LINEAR, MLA, SWA, ModelShapes
+from sglaunch.validators.memory.shapes import (
+    DTYPE_BYTES,
+    LINEAR,
+    MLA,
+    SWA,
+    ModelShapes,
+    pp_layer_range,
+)
 
 # --kv-cache-dtype -> (the dtype sglang stores, its element size) (mem_cache/kv_cache_dtype.py:34-90)
 KV_DTYPES: dict[str, tuple[str, int]] = {
@@ -194,8 +201,6 @@ def state_bytes_per_request(
     per_req = state_bytes_per_layer(shapes, attn_tp, ssm_bytes) * len(s.layers)
     if pp <= 1:
         return per_req, per_req
-    from sglaunch.validators.memory.shapes import pp_layer_range
-
     most = max(
         sum(1 for i in s.layers if a <= i < b)
         for a, b in (pp_layer_range(shapes.num_layers, r, pp) for r in range(pp))

@@ -11,9 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from sglaunch.validators.engine import validate
 from sglaunch.validators.facts import CheckInput
 from sglaunch.validators.findings import Severity
 from sglaunch.validators.memory.plan import MemoryPlan, plan_memory
+from sglaunch.validators.release_spans import has_attn_dp_size
+from sglaunch.validators.resolving import attn_dp_size, dp_size, pp_size, tp_size
+from sglaunch.validators.rules.general.multinode import ADDRESSING_CODES, layout_maps
 
 PARALLEL_FLAGS = ("tp_size", "dp_size", "pp_size", "attn_dp_size", "enable_dp_attention")
 # a layout decides how many nodes one server spans: the line's own count and rank do not carry
@@ -160,8 +164,6 @@ def multinode_candidates(
 ) -> list[tuple[int, int, int, int]]:
     """(tp, dp, pp, attn_dp) of ONE server over all `nodes`, every GPU used: tp inside a
     node, pp across nodes (or tp across them), stages that map onto the nodes (engine.py:2045)."""
-    from sglaunch.validators.rules.general.multinode import layout_maps
-
     world = per_node * nodes
     tps = sorted(set(_powers(world)) | {per_node, world}, reverse=True)
     out = []
@@ -181,8 +183,6 @@ def plan_layouts(inp: CheckInput, *, include_blocked: bool = True) -> list[Layou
     On several nodes: one server over all of them, and one server per node behind sglang's
     router; the line's own layout is listed too, whatever it is.
     """
-    from sglaunch.validators.release_spans import has_attn_dp_size
-
     model = inp.model
     dp_attention = model is not None and model.architecture not in NO_DP_ATTENTION
     # attention DP is written --attn-dp-size from 0.5.22; before, --enable-dp-attention --dp-size
@@ -214,8 +214,6 @@ def plan_layouts(inp: CheckInput, *, include_blocked: bool = True) -> list[Layou
 
 def _asked(inp: CheckInput) -> tuple[int, int, int, int] | None:
     """The line's own (tp, dp, pp, attn_dp) when it sets a parallel size."""
-    from sglaunch.validators.resolving import attn_dp_size, dp_size, pp_size, tp_size
-
     if not any(inp.is_set(f) for f in PARALLEL_FLAGS):
         return None
     tp, dp, pp, adp = tp_size(inp), dp_size(inp), pp_size(inp), attn_dp_size(inp)
@@ -234,9 +232,6 @@ def _planned(
     servers: int,
     old_spelling: bool,
 ) -> Layout:
-    from sglaunch.validators.engine import validate
-    from sglaunch.validators.rules.general.multinode import ADDRESSING_CODES
-
     base = {k: v for k, v in inp.flags.items() if k not in PARALLEL_FLAGS + NODE_FLAGS}
     flags = layout_flags(tp, dp, pp, adp, old_spelling=old_spelling)
     if nodes > 1:

@@ -12,7 +12,7 @@ backend (model_override_base.py:277-351) and the page-size post-processes
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sglaunch.validators.facts import CheckInput, GpuFacts
@@ -437,8 +437,6 @@ def _forces_no_radix(inp: CheckInput) -> bool:
 
 def _apply_resolved(k: Knobs, r: Mapping[str, Any], inp: CheckInput) -> Knobs:
     """sglang's own resolved values over the mirror's (the oracle ran handle_gpu_memory_settings)."""
-    from dataclasses import replace
-
     graphs = _graphs_from_resolved(r, k.graphs)
     backends = tuple(
         str(b)

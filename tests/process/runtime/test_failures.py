@@ -15,9 +15,9 @@ from sglaunch.runtime.failures import diagnose, exception_line, last_traceback
 from sglaunch.runtime.hints import headroom_band, headroom_hint, metrics_off_hint
 from sglaunch.runtime.rundir import RunDir
 from sglaunch.secrets import MASK, Masker, mask_argv, secret_values
-from sglaunch.validators.cards import match_card
 from sglaunch.validators.cards import runtime as rc
 from sglaunch.validators.findings import Severity
+from sglaunch.validators.registry import match_card
 
 TS = "[2025-06-01 12:00:02]"
 
@@ -340,7 +340,7 @@ def test_run_dir_names_and_atomic_status(tmp_path: Path) -> None:
 
 def test_run_dir_json_survives_a_power_cut(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """run.json goes through profiles.atomic, which also fsyncs the directory after the rename."""
-    import sglaunch.profiles.atomic as atomic
+    import sglaunch.atomic as atomic
 
     synced: list[Path] = []
     monkeypatch.setattr(atomic, "fsync_dir", synced.append)

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from sglaunch.memory import calibration
-from sglaunch.memory.after_launch import compare, record_calibration, startup_memory_from_lines
 from sglaunch.memory.assumptions import with_memory_facts
+from sglaunch.runtime.after_launch import compare, record_calibration, startup_memory_from_lines
 from sglaunch.validators.facts import GpuDevice, GpuFacts, GpuMode
 from sglaunch.validators.memory.baseline import GIB, MemoryFacts
 from sglaunch.validators.memory.plan import MemoryPlan, plan_memory

@@ -17,7 +17,7 @@ from sglaunch.facts.presets import parse_gpu_spec
 from sglaunch.flags.argv import parse_argv, to_argv
 from sglaunch.flags.schema import bundled_schema
 from sglaunch.oracle import Oracle, oracle_findings
-from sglaunch.validators.cards import get_card
+from sglaunch.validators.registry import get_card
 from tests.conftest import model_dir
 
 pytestmark = pytest.mark.oracle

@@ -25,12 +25,13 @@ import pytest
 
 from sglaunch.facts.model import model_path_for_sglang
 from sglaunch.memory.oracle_request import oracle_memory_request, plan_numbers
-from sglaunch.oracle import Oracle
+from sglaunch.oracle import Oracle, OracleQuery
 from sglaunch.oracle.answer import OracleAnswer
 from sglaunch.validators.memory.plan import MemoryPlan, plan_memory
 from sglaunch.validators.release_spans import key as version_key
 from tests.conftest import MODELS, make_input
 from tests.releases import RELEASES_VAR, REQUIRED_RELEASES, release_pythons
+from tests.support.batched import answer_all
 
 pytestmark = [pytest.mark.oracle, pytest.mark.timeout(900)]
 
@@ -120,23 +121,35 @@ def test_the_memory_differential_runs_on_the_required_releases() -> None:
 
 
 @pytest.fixture(scope="module", params=list(release_pythons()) or ["none"])
-def outcomes(request: pytest.FixtureRequest, sglang_python: str) -> list[Outcome]:
-    python = release_pythons().get(str(request.param)) or sglang_python
-    out = []
+def release(request: pytest.FixtureRequest) -> str:
+    """The release the module's tests run on (its own xdist group, tests/support/xdist_groups.py)."""
+    return str(request.param)
+
+
+@pytest.fixture(scope="module")
+def outcomes(release: str, sglang_python: str) -> list[Outcome]:
+    python = release_pythons().get(release) or sglang_python
     t0 = time.perf_counter()
     with Oracle(python, timeout=60.0) as oracle:
         assert oracle.status.available, oracle.status.reason
         version = oracle.status.sglang_version  # the plan for the release that answers
         newest = not release_pythons() or version == max(release_pythons(), key=version_key)
+        asked: list[tuple[str, str, list[str], MemoryPlan]] = []
+        queries: list[OracleQuery] = []
         for model, gpu, argv in _cases(TPS if newest else OLD_TPS):
             inp = make_input(model, argv, gpu, version=version)
             plan = plan_memory(inp)
             source = model if model.startswith("example:") else str(MODELS / model)
             full = ["--model-path", model_path_for_sglang(source), *argv]
-            answer = oracle.resolve(
-                full, {}, inp.gpu, memory=oracle_memory_request(plan, inp.model)
+            asked.append((model, gpu, argv, plan))
+            queries.append(
+                OracleQuery(full, {}, inp.gpu, memory=oracle_memory_request(plan, inp.model))
             )
-            out.append(Outcome(model, gpu, tuple(argv), plan, answer))
+        answers = answer_all(oracle, queries)
+    out = [
+        Outcome(model, gpu, tuple(argv), plan, answer)
+        for (model, gpu, argv, plan), answer in zip(asked, answers, strict=True)
+    ]
     elapsed = time.perf_counter() - t0
     print(
         f"\nmemory differential, sglang {version}: {len(out)} launches through sglang "

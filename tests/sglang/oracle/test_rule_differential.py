@@ -23,7 +23,7 @@ from sglaunch.checking import check_flags
 from sglaunch.facts.model import load_model_facts
 from sglaunch.facts.presets import parse_gpu_spec
 from sglaunch.flags.schema import bundled_schema
-from sglaunch.oracle import Oracle
+from sglaunch.oracle import Oracle, OracleQuery
 from sglaunch.oracle.answer import OracleAnswer
 from sglaunch.oracle.answer_findings import oracle_findings
 from sglaunch.validators.engine import all_rules, get_rule
@@ -31,6 +31,7 @@ from sglaunch.validators.facts import GpuFacts
 from sglaunch.validators.findings import Finding, Severity
 from tests.releases import RELEASES_VAR, REQUIRED_RELEASES, release_pythons
 from tests.sglang.conftest import require_sglang_python
+from tests.support.batched import answer_all
 from tests.support.differential_corpus import (
     BLACKWELL,
     FLAG_SETS,
@@ -175,9 +176,11 @@ def outcomes(oracle: Oracle) -> list[Outcome]:
     assert schema.sglang_version == version, f"no bundled schema for sglang {version}"
     facts = {m.source: load_model_facts(m.source, sglang_version=version) for m in MODELS}
     gpus: dict[str, GpuFacts] = {}
-    out: list[Outcome] = []
     t0 = time.perf_counter()
-    for case in build_corpus():
+    corpus = build_corpus()
+    queries: list[OracleQuery] = []
+    builtin: list[tuple[Finding, ...]] = []
+    for case in corpus:
         gpu = gpus.setdefault(case.gpu, parse_gpu_spec(case.gpu))
         model = facts.get(case.model.source) or load_model_facts(
             case.model.source, sglang_version=version
@@ -186,12 +189,13 @@ def outcomes(oracle: Oracle) -> list[Outcome]:
         result = check_flags(
             argv, schema=schema, gpu=gpu, model=model, env=case.env_dict, sglang_version=version
         )
-        answer = oracle.resolve(argv, case.env_dict, gpu)
-        if answer.fault:
-            # a worker that died or a child that overran on a busy CI: the oracle
-            # restarts it, and one more try separates that from a real fault
-            answer = oracle.resolve(argv, case.env_dict, gpu)
-        out.append(Outcome(case, tuple(result.builtin.findings), answer, version))
+        builtin.append(tuple(result.builtin.findings))
+        queries.append(OracleQuery(argv, case.env_dict, gpu))
+    answers = answer_all(oracle, queries)
+    out = [
+        Outcome(case, found, answer, version)
+        for case, found, answer in zip(corpus, builtin, answers, strict=True)
+    ]
     wall = time.perf_counter() - t0
     faults = [f"{o.label()}: {o.answer.fault}" for o in out if o.answer.fault]
     # a case without sglang's verdict compares nothing: the corpus is void

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from sglaunch.validators.cards import get_card
 from sglaunch.validators.findings import Severity
+from sglaunch.validators.registry import get_card
 from sglaunch.validators.rules.host import HostFacts, host_checks, ports_to_bind
 from sglaunch.validators.rules.host.checks import CHECKS, bypassed, local_ranks
 from sglaunch.validators.rules.host.facts import (

@@ -220,8 +220,8 @@ def test_the_worker_side_imports_nothing_of_sglaunch() -> None:
 
 def test_every_code_the_oracle_emits_has_a_card() -> None:
     from sglaunch.oracle import answer_findings as oracle_findings_module
-    from sglaunch.validators.cards import get_card
     from sglaunch.validators.cards import oracle as oracle_cards
+    from sglaunch.validators.registry import get_card
 
     codes = {
         oracle_findings_module.ERROR_CODE,
@@ -240,7 +240,7 @@ def test_every_code_the_oracle_emits_has_a_card() -> None:
 
 
 def test_the_card_for_an_sglang_error_follows_its_message() -> None:
-    from sglaunch.validators.cards import card_for
+    from sglaunch.validators.registry import card_for
 
     unknown = card_for("sglang-error", "frobnicate must be even", "sglang:srt/x.py:3")
     assert "frobnicate must be even" in unknown.what and "srt/x.py:3" in unknown.what

@@ -18,7 +18,8 @@ BIG = 200_000  # large enough that a non-atomic write is caught half-done
 
 CHILD = f"""
 import random, sys, time
-from sglaunch.profiles import ProfileStore, atomic
+from sglaunch import atomic
+from sglaunch.profiles import ProfileStore
 
 # sleep at every step of the write, so SIGKILL lands inside one
 atomic._pause_hook = lambda stage: time.sleep(random.uniform(0, 0.004))

@@ -123,8 +123,16 @@ def _lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
         ("sglaunch/validators/engine.py", "import sglaunch.session", "tui over the core"),
         # the core reaching up into the TUI
         ("sglaunch/verdict.py", "import sglaunch.tui.app", "tui over the core"),
+        # a low core module reaching up into a high one
+        ("sglaunch/safeio.py", "import sglaunch.session", "tui over the core"),
         # the core importing Textual directly
         ("sglaunch/session.py", "import textual.app", "never import Textual"),
+        # a rule's definitions reaching up into the registry that imports every rule: a cycle
+        (
+            "sglaunch/validators/rule.py",
+            "import sglaunch.validators.registry",
+            "rule engine's layers",
+        ),
     ],
 )
 def test_import_contracts_fail_when_broken(

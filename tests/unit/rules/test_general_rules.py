@@ -538,7 +538,7 @@ def test_every_fix_applies_cleanly() -> None:
 
 
 def test_every_rule_mirrors_something_and_has_a_card() -> None:
-    from sglaunch.validators.cards import get_card
+    from sglaunch.validators.registry import get_card
 
     for r in all_rules():
         assert r.mirrors in ("parse", "config", "resolution", "launch")
@@ -619,7 +619,7 @@ def test_weights_that_cannot_fit(tmp_path) -> None:  # type: ignore[no-untyped-d
 
 
 def test_a_rule_card_beats_the_runtime_card_for_the_same_message() -> None:
-    from sglaunch.validators.cards import match_card
+    from sglaunch.validators.registry import match_card
 
     assert match_card("sglang serve: error: unrecognized arguments: --x").code == "unknown-flag"  # type: ignore[union-attr]
     assert (

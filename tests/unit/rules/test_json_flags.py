@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from sglaunch.validators.cards import match_card
 from sglaunch.validators.findings import Severity
+from sglaunch.validators.registry import match_card
 from tests.conftest import run_rules
 
 

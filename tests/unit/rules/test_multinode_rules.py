@@ -11,9 +11,9 @@ from dataclasses import replace
 
 import pytest
 
-from sglaunch.validators.cards import get_card
 from sglaunch.validators.engine import Report, all_rules, get_rule, validate
 from sglaunch.validators.findings import Severity
+from sglaunch.validators.registry import get_card
 from sglaunch.validators.rules.general.multinode import (
     ADDRESSING_CODES,
     layout_maps,

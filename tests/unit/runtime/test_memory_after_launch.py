@@ -8,9 +8,9 @@ from dataclasses import replace
 from sglaunch.facts.model import load_model_facts
 from sglaunch.facts.presets import parse_gpu_spec
 from sglaunch.flags.schema import bundled_schema
-from sglaunch.memory.after_launch import Prediction
 from sglaunch.memory.assumptions import memory_facts
 from sglaunch.runtime import EventKind, Status
+from sglaunch.runtime.after_launch import Prediction
 from sglaunch.session import LaunchSession
 from sglaunch.validators.facts import GpuMode
 from tests.support.processes import Recorder, fake_spec, fast_monitor

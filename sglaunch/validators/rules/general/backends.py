@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from sglaunch.validators.cards import card
-from sglaunch.validators.engine import rule
 from sglaunch.validators.facts import CheckInput
 from sglaunch.validators.findings import Finding, Fix, Severity
+from sglaunch.validators.rule import rule
 
 ATT = "srt/arg_groups/attention_hook.py"
 OVR = "srt/arg_groups/overrides.py"

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from sglaunch.validators.cards import card
-from sglaunch.validators.engine import rule
 from sglaunch.validators.facts import CheckInput, FlagIssue, FlagIssueKind
 from sglaunch.validators.findings import Finding, Fix, Severity
+from sglaunch.validators.rule import rule
 
 REF = "srt/server_args.py:696 (argparse, parse_args)"
 

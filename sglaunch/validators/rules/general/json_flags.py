@@ -14,9 +14,9 @@ import re
 from collections.abc import Iterator
 
 from sglaunch.validators.cards import card
-from sglaunch.validators.engine import rule
 from sglaunch.validators.facts import CheckInput
 from sglaunch.validators.findings import Finding, Fix, Severity
+from sglaunch.validators.rule import rule
 
 CODE = "invalid-json-flag"
 REF = "srt/configs/model_config.py:612 (json.loads of the override)"

@@ -14,11 +14,11 @@ from dataclasses import replace
 from typing import Any
 
 from sglaunch.validators.cards import card
-from sglaunch.validators.engine import rule
 from sglaunch.validators.facts import CheckInput
 from sglaunch.validators.findings import Finding, Fix, Severity
 from sglaunch.validators.memory.baseline import GIB
 from sglaunch.validators.memory.plan import MemoryPlan, plan_memory
+from sglaunch.validators.rule import rule
 
 BUDGET_REF = "srt/mem_cache/kv_cache_configurator.py:3044-3058"
 EMPTY_REF = "srt/model_executor/pool_configurator.py:94-99"

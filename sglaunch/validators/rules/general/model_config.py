@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from sglaunch.validators.cards import card
-from sglaunch.validators.engine import rule
 from sglaunch.validators.facts import CheckInput
 from sglaunch.validators.findings import Finding, Fix, Severity
 from sglaunch.validators.release_spans import semantics
+from sglaunch.validators.rule import rule
 
 CONFIG_LOAD = "srt/utils/hf_transformers/config.py:228"
 CONTEXT = "srt/configs/model_config.py:1314"

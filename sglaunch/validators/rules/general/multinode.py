@@ -16,10 +16,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from sglaunch.validators.cards import card
-from sglaunch.validators.engine import rule
 from sglaunch.validators.facts import CheckInput
 from sglaunch.validators.findings import Finding, Fix, Severity
 from sglaunch.validators.resolving import _int, attn_dp_size, pp_size, tp_size
+from sglaunch.validators.rule import rule
 
 VALIDATION = "srt/arg_groups/validation_hook.py"
 NETWORK = "srt/utils/network.py"

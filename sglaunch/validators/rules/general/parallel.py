@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from sglaunch.validators.cards import card
-from sglaunch.validators.engine import rule
 from sglaunch.validators.facts import CheckInput
 from sglaunch.validators.findings import Finding, Fix, Severity
 from sglaunch.validators.release_spans import ATTN_DP_SIZE, has_attn_dp_size
@@ -27,6 +26,7 @@ from sglaunch.validators.resolving import (
     tp_size,
     translates_deprecated_dp,
 )
+from sglaunch.validators.rule import rule
 
 HOOK = "srt/arg_groups/parallel_hook.py"
 # The most TP sizes a fix ever tries: more ranks than any one TP group has. A fix

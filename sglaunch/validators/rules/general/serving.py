@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from sglaunch.validators.cards import card
-from sglaunch.validators.engine import rule
 from sglaunch.validators.facts import CheckInput
 from sglaunch.validators.findings import Finding, Fix, Severity
+from sglaunch.validators.rule import rule
 
 VALIDATION = "srt/arg_groups/validation_hook.py"
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from sglaunch.validators.cards import card
-from sglaunch.validators.engine import override_finding, rule
 from sglaunch.validators.facts import CheckInput
 from sglaunch.validators.findings import Finding, Fix, Severity
 from sglaunch.validators.release_spans import OLDEST, has_attn_dp_size
@@ -33,6 +32,7 @@ from sglaunch.validators.resolving import (
     tp_size,
     translates_deprecated_dp,
 )
+from sglaunch.validators.rule import override_finding, rule
 
 ARCHS = ("MiniCPMForCausalLM", "MiniCPMSALAForCausalLM")
 SRC = "srt/arg_groups/model_overrides/minicpm.py"

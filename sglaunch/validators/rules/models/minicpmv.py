@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from sglaunch.validators.cards import card
-from sglaunch.validators.engine import override_finding, rule
 from sglaunch.validators.facts import CheckInput
 from sglaunch.validators.findings import Finding
 from sglaunch.validators.release_spans import OLDEST, at_least
+from sglaunch.validators.rule import override_finding, rule
 
 ARCHS = ("MiniCPMV4_6ForConditionalGeneration", "MiniCPMV4_7ForConditionalGeneration")
 # the release from which the provider is registered for each architecture

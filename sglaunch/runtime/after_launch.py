@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sglaunch.memory import calibration
 from sglaunch.runtime.logparse import (
     KvCacheAllocated,
     LoadBegin,
@@ -233,8 +234,6 @@ def record_calibration(
     store: Path | None = None,
 ) -> bool:
     """Store the measured start-up cost for the next plan; False when the log did not give one."""
-    from sglaunch.memory import calibration
-
     cost = comparison.measured_startup_cost_bytes
     if cost is None or cost <= 0:
         return False
