@@ -12,6 +12,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,8 +97,30 @@ _VERSION_PROBE = (
 )
 
 
-def probe_sglang_version(python: str, timeout: float = 30.0) -> tuple[str | None, str]:
+# One answer per interpreter for a short while: `check` asks from the release choice, the
+# schema cache and the oracle's refusal, and an interpreter that hangs would cost each ask
+# the whole timeout. Short, so a long-lived TUI sees an `oracle setup` done meanwhile.
+_PROBED: dict[tuple[str, int, int], tuple[float, tuple[str | None, str]]] = {}
+PROBE_MEMO_S = 30.0
+
+
+def probe_sglang_version(python: str, timeout: float = 10.0) -> tuple[str | None, str]:
     """(sglang's version in that interpreter or None, a one-line reason when None)."""
+    try:
+        st = os.stat(python)
+    except OSError:
+        return _probe_sglang_version(python, timeout)
+    memo = (cache_key_path(python), st.st_ino, st.st_mtime_ns)
+    now = time.monotonic()
+    hit = _PROBED.get(memo)
+    if hit is not None and now - hit[0] < PROBE_MEMO_S:
+        return hit[1]
+    answer = _probe_sglang_version(python, timeout)
+    _PROBED[memo] = (now, answer)
+    return answer
+
+
+def _probe_sglang_version(python: str, timeout: float) -> tuple[str | None, str]:
     try:
         done = subprocess.run(
             [python, "-c", _VERSION_PROBE],

@@ -219,7 +219,9 @@ class Service:
         # in the main thread: the worker gets PR_SET_PDEATHSIG tied to a thread that
         # lives as long as the service
         status = self.oracle.start()
-        self._dist = self._dist_fingerprint()
+        # an upgrade matters to a running worker only (and an interpreter that hangs would
+        # hold the failed service's answer for the probe's timeout)
+        self._dist = self._dist_fingerprint() if status.available else None
         with self._lock:
             self.state = "ready" if status.available else "failed"
             self._last_used = time.monotonic()
