@@ -66,11 +66,15 @@ lint:
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
+# mypy and import-linter read the source by import name: build/src lays it out so
+# (validators/ and tui/ install as sglaunch.validators and sglaunch.tui)
 typecheck: $(VENV)/.installed
-	$(VENV)/bin/mypy -p sglaunch
+	$(VENV)/bin/python scripts/source_tree.py >/dev/null
+	cd build/src && $(CURDIR)/$(VENV)/bin/mypy --config-file $(CURDIR)/pyproject.toml -p sglaunch
 
 imports: $(VENV)/.installed
-	PYTHONPATH=. $(VENV)/bin/lint-imports --no-cache
+	$(VENV)/bin/python scripts/source_tree.py >/dev/null
+	cd build/src && PYTHONPATH=. $(CURDIR)/$(VENV)/bin/lint-imports --no-cache $(CURDIR)/pyproject.toml
 
 format:
 	$(VENV)/bin/ruff format .
@@ -96,7 +100,7 @@ schema: $(SGLANG_ENV)/.installed $(foreach v,$(ALL_RELEASES),.venv-sglang-$(v)/.
 		.venv-sglang-$$v/bin/python sglaunch/in_sglang/extract_flags.py --no-help -o sglaunch/flags/data/schema-$$v.json && \
 		.venv-sglang-$$v/bin/python sglaunch/in_sglang/extract_model_types.py -o sglaunch/facts/data/model-types-$$v.json || exit 1; \
 	done
-	$(VENV)/bin/python scripts/sglang_lines.py -o sglaunch/validators/sourcelines_table.py \
+	$(VENV)/bin/python scripts/sglang_lines.py -o validators/sourcelines_table.py \
 		--src 0.5.23=$$($(SGLANG_ENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') \
 		$(foreach v,$(ALL_RELEASES),--src $(v)=$$(.venv-sglang-$(v)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'))
 	$(VENV)/bin/python scripts/sglang_errors.py -o sglaunch/catalogue/data/errors.json.gz --src 0.5.23=$$($(SGLANG_ENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') $(foreach v,$(ALL_RELEASES),--src $(v)=$$(.venv-sglang-$(v)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'))

@@ -126,7 +126,7 @@ def refs_in(paths: Iterable[Path]) -> set[tuple[str, int]]:
 
 
 def cited() -> set[tuple[str, int]]:
-    refs = refs_in(sorted((ROOT / "sglaunch" / "validators").rglob("*.py")))
+    refs = refs_in(sorted((ROOT / "validators").rglob("*.py")))
     # the alternatives' anchors are cited by the rules that use them
     return refs | set(ALTERNATIVES)
 

@@ -30,7 +30,7 @@ def loaded_after(code: str) -> set[str]:
 def test_validators_import_only_the_standard_library() -> None:
     stdlib = set(sys.stdlib_module_names)
     offenders = []
-    for path in sorted((ROOT / "sglaunch" / "validators").rglob("*.py")):
+    for path in sorted((ROOT / "validators").rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             names: list[str] = []
@@ -84,10 +84,10 @@ def test_check_command_never_imports_textual_torch_or_sglang() -> None:
 
 
 def test_code_imports_the_installed_names_only() -> None:
-    """The TUI and the rule engine are sglaunch.tui and sglaunch.validators: a bare `import tui`
-    or `import validators` finds PyPI's packages of those names, never ours."""
+    """`tui/` and `validators/` are sglaunch.tui and sglaunch.validators once installed; a bare
+    `import tui` works only from a checkout and would load the modules twice."""
     offenders = []
-    for folder in ("sglaunch", "tests", "bench", "scripts"):
+    for folder in ("sglaunch", "tui", "validators", "tests", "bench", "scripts"):
         for path in sorted((ROOT / folder).rglob("*.py")):
             tree = ast.parse(path.read_text(encoding="utf-8"))
             for node in ast.walk(tree):
@@ -105,11 +105,17 @@ def test_code_imports_the_installed_names_only() -> None:
 
 
 def _lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
+    tree = root / "build" / "src"
+    subprocess.run(
+        [sys.executable, str(root / "scripts" / "source_tree.py"), "--out", str(tree)],
+        check=True,
+        capture_output=True,
+    )
     lint = Path(sys.executable).parent / "lint-imports"
     return subprocess.run(
-        [str(lint), "--no-cache"],
-        cwd=root,
-        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+        [str(lint), "--no-cache", str(root / "pyproject.toml")],
+        cwd=tree,
+        env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"},
         capture_output=True,
         text=True,
         timeout=120,
@@ -120,7 +126,7 @@ def _lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
     ("module", "line", "contract"),
     [
         # the rule engine reaching up into the core
-        ("sglaunch/validators/engine.py", "import sglaunch.session", "tui over the core"),
+        ("validators/engine.py", "import sglaunch.session", "tui over the core"),
         # the core reaching up into the TUI
         ("sglaunch/verdict.py", "import sglaunch.tui.app", "tui over the core"),
         # a low core module reaching up into a high one
@@ -129,7 +135,7 @@ def _lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
         ("sglaunch/session.py", "import textual.app", "never import Textual"),
         # a rule's definitions reaching up into the registry that imports every rule: a cycle
         (
-            "sglaunch/validators/rule.py",
+            "validators/rule.py",
             "import sglaunch.validators.registry",
             "rule engine's layers",
         ),
@@ -141,7 +147,7 @@ def test_import_contracts_fail_when_broken(
     """`make imports` (in `make test`) keeps DESIGN.md's direction: break it in a copy."""
     import shutil
 
-    for part in ("sglaunch",):
+    for part in ("sglaunch", "validators", "tui", "scripts"):
         shutil.copytree(ROOT / part, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     clean = _lint_imports(tmp_path)
