@@ -136,6 +136,9 @@ class Scheduler:
                 f"[00:{int(per * i):02d}<00:{int(left):02d}, {per:5.2f}s/it]"
             )
             if SCENARIO == "scheduler_sigkill" and self.rank0 and i == 1:
+                # a real scheduler dies seconds into loading, never in the first milliseconds:
+                # the whole tree lives long enough to be seen on a busy machine too
+                time.sleep(1.0)
                 os.kill(os.getpid(), signal.SIGKILL)
         self.bar("\n")
         self.at(10.0)
