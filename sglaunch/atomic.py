@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 from collections.abc import Callable
 from pathlib import Path
 
@@ -58,7 +57,7 @@ def atomic_write(path: Path, data: bytes, *, mode: int | None = None) -> None:
     """
     path = writable_target(path)
     directory = path.parent
-    tmp = directory / f"{temp_prefix(path)}{secrets.token_hex(4)}.tmp"
+    tmp = directory / f"{temp_prefix(path)}{os.urandom(4).hex()}.tmp"
     # 0o666 under the umask, as open() would; `mode` (e.g. 0o755 for a script) is set exactly
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:

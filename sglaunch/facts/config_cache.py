@@ -18,8 +18,6 @@ import importlib.util
 import json
 import os
 from collections.abc import Callable
-from importlib.metadata import PackageNotFoundError
-from importlib.metadata import version as dist_version
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +53,10 @@ def _transformers_version() -> str | None:
     if len(infos) == 1:
         version = infos[0].name[len("transformers-") : -len(".dist-info")]
     else:
+        # deferred: importlib.metadata loads the email package (~12 ms of every check)
+        from importlib.metadata import PackageNotFoundError
+        from importlib.metadata import version as dist_version
+
         try:
             version = dist_version("transformers")
         except PackageNotFoundError:
