@@ -14,7 +14,7 @@ RELEASE_PYTHONS := $(foreach v,$(TEST_RELEASES),$(CURDIR)/.venv-sglang-$(v)/bin/
 # (__pycache__/ is git-ignored), the way a user's own installation has it.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: run test test-fast envs slurm-up slurm-down slurm-status test-gpu lint typecheck imports format bench screenshots schema clean
+.PHONY: run test test-fast envs source-tree slurm-up slurm-down slurm-status test-gpu lint typecheck imports format bench screenshots schema clean
 
 run: $(VENV)/.installed
 	$(VENV)/bin/sglaunch $(ARGS)
@@ -67,13 +67,15 @@ lint:
 	$(VENV)/bin/ruff format --check .
 
 # mypy and import-linter read the source by import name: build/src lays it out so
-# (validators/ and tui/ install as sglaunch.validators and sglaunch.tui)
-typecheck: $(VENV)/.installed
+# (validators/ and tui/ install as sglaunch.validators and sglaunch.tui). Made once per make,
+# before both: `make test` runs them side by side, and two writers of one tree race.
+source-tree: $(VENV)/.installed
 	$(VENV)/bin/python scripts/source_tree.py >/dev/null
+
+typecheck: source-tree
 	cd build/src && $(CURDIR)/$(VENV)/bin/mypy --config-file $(CURDIR)/pyproject.toml -p sglaunch
 
-imports: $(VENV)/.installed
-	$(VENV)/bin/python scripts/source_tree.py >/dev/null
+imports: source-tree
 	cd build/src && PYTHONPATH=. $(CURDIR)/$(VENV)/bin/lint-imports --no-cache $(CURDIR)/pyproject.toml
 
 format:
