@@ -20,9 +20,10 @@ run: $(VENV)/.installed
 	$(VENV)/bin/sglaunch $(ARGS)
 
 # The tests by tier (tests/README.md): unit and functional (no server, no sglang), sglang
-# (sglang's own code in the CPU sglang environments) run on both cores with pytest-xdist;
-# process (servers, services, process trees) runs after them on its own, since ports,
-# process trees and timing-sensitive monitors do not share the machine well.
+# (sglang's own code in the CPU sglang environments) and most of process (services, launches,
+# hostile input) run on both cores with pytest-xdist; the process tests marked `serial`
+# (timed monitors, a real pty, the Slurm cluster, run watchers: tests/process/conftest.py)
+# run after them on their own, since they do not share the machine well.
 PYTEST_WORKERS ?= 2
 SGLANG_VARS = SGLAUNCH_SGLANG_PYTHON=$(CURDIR)/$(SGLANG_ENV)/bin/python \
 	SGLAUNCH_SGLANG_PYTHONS="$(RELEASE_PYTHONS)"
@@ -35,9 +36,10 @@ envs: $(VENV)/.installed $(SGLANG_ENV)/.installed $(RELEASE_ENVS)
 # (each needs only .venv): on a fresh clone that is most of the environments' minutes saved.
 test: $(VENV)/.installed
 	$(MAKE) --no-print-directory -j4 --output-sync=target envs lint typecheck imports
-	$(SGLANG_VARS) $(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadgroup \
-		tests/unit tests/functional tests/sglang $(PYTEST_ARGS)
-	$(SGLANG_VARS) scripts/slurm/cluster.sh around $(VENV)/bin/pytest tests/process $(PYTEST_ARGS)
+	$(SGLANG_VARS) $(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadgroup -m 'not gpu and not serial' \
+		tests/unit tests/functional tests/sglang tests/process $(PYTEST_ARGS)
+	$(SGLANG_VARS) scripts/slurm/cluster.sh around \
+		$(VENV)/bin/pytest -m 'serial and not gpu' tests/process $(PYTEST_ARGS)
 
 # For contributors: every test that starts no server and no sglang interpreter (the unit and
 # functional tiers: rules, memory arithmetic, flags, profiles, facts, the session, the CLI,
