@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 from sglaunch.flags.argv import ParsedFlags, parse_argv
 from sglaunch.flags.schema import FlagSchema
 from sglaunch.memory.assumptions import with_memory_facts
-from sglaunch.validators.engine import Report, validate
 from sglaunch.validators.facts import CheckInput, FlagIssue, GpuFacts, ModelFacts
 from sglaunch.validators.findings import Finding
 
 if TYPE_CHECKING:
+    from sglaunch.validators.engine import Report
     from sglaunch.validators.memory.baseline import MemoryFacts
 
 
@@ -81,6 +81,10 @@ def check_flags(
     )
 
     inp = with_memory_facts(inp)  # the calibrated start-up cost, for the memory rules
+    # kept out of check's start-up (the session builds inputs before sglang's question
+    # leaves): the engine imports every rule module
+    from sglaunch.validators.engine import validate
+
     return BuiltinCheck(flags=dict(parsed.values), parsed=parsed, builtin=validate(inp))
 
 

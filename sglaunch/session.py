@@ -67,14 +67,13 @@ from sglaunch.secrets import (
     resolve_secret_values,
     shell_reference,
 )
-from sglaunch.validators.engine import Report, validate
 from sglaunch.validators.facts import CheckInput, FlagIssue, GpuFacts, GpuMode, ModelFacts
 from sglaunch.validators.findings import Fix
-from sglaunch.validators.memory.plan import plan_memory
 
 if TYPE_CHECKING:
     from sglaunch.runtime.after_launch import Prediction
     from sglaunch.runtime.spec import LaunchSpec
+    from sglaunch.validators.engine import Report
     from sglaunch.validators.memory.baseline import MemoryFacts
 
 CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
@@ -280,6 +279,10 @@ class LaunchSession:
         return replace(m, startup_cost_by_tp={}, calibration_source="")
 
     def validate(self) -> Report:
+        # kept out of check's start-up (it sends sglang's question before building its
+        # session): the engine imports every rule module
+        from sglaunch.validators.engine import validate
+
         self.report = validate(self.check_input())
         return self.report
 
@@ -728,6 +731,7 @@ class LaunchSession:
             return None
         # the runtime package loads yaml and the monitor: not in `sglaunch check`'s start-up
         from sglaunch.runtime.after_launch import Prediction
+        from sglaunch.validators.memory.plan import plan_memory  # the same: the whole plan
 
         plan = plan_memory(self.check_input(), resolved)
         gpu = self._gpu

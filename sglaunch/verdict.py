@@ -10,21 +10,20 @@ back; the headless commands call `check`, which does all of it in line.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
-from sglaunch.catalogue.vetting import vet_findings
-from sglaunch.flags.schema import bundled_schema
+from sglaunch.flags.schema import FlagSchema, bundled_schema
 from sglaunch.oracle.answer import OracleStatus
-from sglaunch.oracle.answer_findings import oracle_findings
-from sglaunch.validators.engine import Report, get_rule
 from sglaunch.validators.findings import Finding, Severity, sort_findings
 
 if TYPE_CHECKING:
     from sglaunch.oracle.answer import OracleAnswer
     from sglaunch.session import LaunchSession
+    from sglaunch.validators.engine import Report
     from sglaunch.validators.facts import GpuFacts
 
 
@@ -41,6 +40,17 @@ class OracleClient(Protocol):
 
 
 FindingsOf = Callable[["OracleAnswer"], list[Finding]]
+# `sglaunch.catalogue.vetting.vet_findings`, imported where an answer is read
+VetFindings = Callable[
+    [
+        Sequence[Finding],
+        Sequence[str],
+        FlagSchema,
+        Callable[[Sequence[str]], "OracleAnswer"],
+        str | None,
+    ],
+    list[Finding],
+]
 
 
 class Phase(StrEnum):
@@ -216,7 +226,8 @@ class TwoTier:
     def send_early(self, session: LaunchSession) -> None:
         """Start sglang's check and send this revision's question now, when the client can
         answer later (`submit`): sglang works it out while the caller builds the rest of its
-        output, and `check` reads it. Otherwise nothing happens here."""
+        output, and `check` reads it. Otherwise nothing happens here. A question sent ahead
+        (`send_ahead`) that is this very one stands for it: its answer is this revision's."""
         submit = getattr(self.oracle, "submit", None)
         if submit is None:
             return
@@ -225,14 +236,49 @@ class TwoTier:
         request = self.request(session)
         if request is None:
             return
+        pending = self._pending
+        if pending is not None and _same_question(pending[0], request):
+            self._pending = (request, pending[1])
+            return
+        if pending is not None:
+            self._pending = None
+            # another launch's answer leaves the connection first; a fault reading it shows
+            # on the next question, if at all
+            with contextlib.suppress(Exception):
+                pending[1]()
+        self._submit(submit, request)
+
+    def send_ahead(self, argv: Sequence[str], env: Mapping[str, str], gpu: GpuFacts) -> None:
+        """Send sglang's question before there is a session to ask it (`check`: worked out
+        from the launch alone, while the rule modules have not loaded yet). `send_early`
+        then keeps it only if the session asks the very same question, so an answer is
+        never taken for another launch's."""
+        submit = getattr(self.oracle, "submit", None)
+        if submit is None:
+            return
+        if self._s.phase is Phase.STARTING:
+            self.started(self.start())
+        if self._s.phase is not Phase.READY:
+            return
+        self._submit(submit, OracleRequest(revision=-1, argv=tuple(argv), env=dict(env), gpu=gpu))
+
+    def _submit(
+        self, submit: Callable[..., Callable[[], OracleAnswer]], request: OracleRequest
+    ) -> None:
         try:
             self._pending = (request, submit(list(request.argv), dict(request.env), request.gpu))
         except Exception:  # a client bug: `check` asks again the usual way
+            self._pending = None
             self._s.asked = -1
 
     def ask(self, request: OracleRequest) -> OracleReply:
         """sglang's answer (blocking; the TUI calls it in a worker thread)."""
         assert self.oracle is not None
+        # what reads the answer loads before it is read: sglang is still working out a
+        # question sent early, so its wait pays for them (the catalogue, every card)
+        from sglaunch.catalogue.vetting import vet_findings
+        from sglaunch.oracle.answer_findings import oracle_findings
+
         pending, self._pending = self._pending, None
         try:
             if pending is not None and pending[0] is request:
@@ -246,9 +292,9 @@ class TwoTier:
         if answer.fault:
             return OracleReply(request.revision, answer, fault=answer.fault)
         answer, request, rank = self._other_rank(answer, request)
-        findings = self._findings_of(answer) if self._findings_of else _oracle_findings(answer)
+        findings = self._findings_of(answer) if self._findings_of else oracle_findings(answer)
         if answer.error is not None:
-            findings = _vetted(findings, request, answer, self.oracle)
+            findings = _vetted(vet_findings, findings, request, answer, self.oracle)
         if rank is not None:
             findings = [_at_rank(f, rank) for f in findings]
         return OracleReply(request.revision, answer, tuple(findings))
@@ -372,7 +418,11 @@ class TwoTier:
 
 
 def _vetted(
-    findings: Sequence[Finding], request: OracleRequest, answer: OracleAnswer, oracle: OracleClient
+    vet_findings: VetFindings,
+    findings: Sequence[Finding],
+    request: OracleRequest,
+    answer: OracleAnswer,
+    oracle: OracleClient,
 ) -> list[Finding]:
     """sglang's error from the catalogue with the one-flag fixes sglang accepts for this line
     (asked of the same oracle; a few questions at most)."""
@@ -384,14 +434,21 @@ def _vetted(
     return vet_findings(findings, request.argv, schema, resolve, answer.sglang_version)
 
 
+def _same_question(a: OracleRequest, b: OracleRequest) -> bool:
+    """The same launch asked of sglang, whichever revision asked it."""
+    return (a.argv, dict(a.env), a.gpu, a.other_rank, a.other_argv) == (
+        b.argv,
+        dict(b.env),
+        b.gpu,
+        b.other_rank,
+        b.other_argv,
+    )
+
+
 def _at_rank(finding: Finding, rank: int) -> Finding:
     """sglang's finding on the line at another --node-rank: say which node it stops."""
     note = f"sglang's verdict for the node at --node-rank {rank}."
     return replace(finding, detail=f"{note} {finding.detail}" if finding.detail else note)
-
-
-def _oracle_findings(answer: OracleAnswer) -> list[Finding]:
-    return oracle_findings(answer)
 
 
 def merge_findings(
@@ -402,6 +459,9 @@ def merge_findings(
     sglang's error that a built-in finding already names (same code) merges into the
     built-in one, which has the fixes and the card; sglang's words go into its detail.
     """
+    # kept out of check's start-up: the engine imports every rule module
+    from sglaunch.validators.engine import get_rule
+
     oracle_errors = [f for f in oracle_found if f.severity is Severity.ERROR]
     merged: list[Finding] = []
     if answer_ok and not oracle_errors:

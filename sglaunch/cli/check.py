@@ -10,7 +10,6 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
-from sglaunch.check_json import result_json
 from sglaunch.checking import findings_json
 from sglaunch.cli.args import (
     Parser,
@@ -19,27 +18,31 @@ from sglaunch.cli.args import (
     parse_env_pairs,
     split_double_dash,
 )
-from sglaunch.cli.render import Painter, print_findings, summary_line
 from sglaunch.errors import UserError
 from sglaunch.exitcodes import ExitCode
 from sglaunch.facts import gpu as gpu_facts
 from sglaunch.facts.model import ModelNotCached, load_model_facts, model_path_for_sglang
-from sglaunch.fixing import AppliedFix, fix_rounds
-from sglaunch.flags.argv import _Lookup, parse_argv
+from sglaunch.facts.presets import parse_gpu_spec
+from sglaunch.flags.argv import _Lookup, parse_argv, to_argv
 from sglaunch.flags.launchline import parse_launch_line
 from sglaunch.flags.schema import FlagSchema
-from sglaunch.host import host_findings
 from sglaunch.memory.assumptions import memory_facts
 from sglaunch.oracle.service_client import connect, known_sglang_version
 from sglaunch.release import load_flag_facts, parse_named
 from sglaunch.secrets import mask_argv
-from sglaunch.session import LaunchSession, inherited_env
-from sglaunch.validators.facts import GpuMode, ModelFacts
-from sglaunch.validators.findings import Finding
-from sglaunch.verdict import OracleClient, TwoTier, Verdict
+from sglaunch.session import CUDA_VISIBLE_DEVICES, inherited_env
+from sglaunch.validators.facts import GpuFacts, GpuMode, ModelFacts
+from sglaunch.verdict import OracleClient, TwoTier
 
+# What only comes after sglang's question is sent (the session and its rules, the
+# verdict's cards, the output) is imported where it is used, so that it loads while
+# sglang works the answer out: see `check_command`.
 if TYPE_CHECKING:
+    from sglaunch.fixing import AppliedFix
     from sglaunch.release import FlagFacts
+    from sglaunch.session import LaunchSession
+    from sglaunch.validators.findings import Finding
+    from sglaunch.verdict import Verdict
 
 PARSE_CODES = ("unknown-flag", "ambiguous-flag", "invalid-flag-value")
 
@@ -203,14 +206,31 @@ def check_command(
         model_facts = None
     sglang_argv = with_model_path(sglang_argv, model_path_for_sglang(source), schema)
 
-    session = checked_session(schema, sglang_argv, env, source, model_facts, gpu_spec, nodes=nodes)
-    session.sglang_version = active.version
     tiers = TwoTier(_oracle(sglang_python, oracle_timeout, use_service) if use_oracle else None)
     if not use_oracle:
         tiers.switch_off("skipped (--no-oracle)")
-    else:
+    elif model_facts is not None:
         # sglang's question needs only the launch, not the built-in verdict: sent now, its
-        # answer is worked out while this process runs the rules and prepares to read it
+        # answer is worked out while this process loads the rules, runs them and prepares
+        # to read it (the session checks below that it asks this very question)
+        ahead = question_ahead(schema, sglang_argv, env, source, gpu_spec, nodes)
+        if ahead is not None:
+            tiers.send_ahead(*ahead)
+    # the output's modules: loaded while sglang works the answer out
+    from sglaunch.cli.render import Painter, print_findings, summary_line
+    from sglaunch.fixing import fix_rounds
+
+    try:
+        session = checked_session(
+            schema, sglang_argv, env, source, model_facts, gpu_spec, nodes=nodes
+        )
+    except BaseException:
+        tiers.close()  # a launch the session refuses: the question sent ahead is dropped
+        raise
+    session.sglang_version = active.version
+    if use_oracle:
+        # the question sent ahead when it is the session's; else (a launch it could not be
+        # worked out for) the session's own, before the built-in rules run
         tiers.send_early(session)
     t0 = time.perf_counter()
     session.validate()  # timed on its own: what one re-check costs
@@ -276,10 +296,39 @@ def check_command(
     return int(ExitCode.VALIDATION if verdict.errors or host_errors else ExitCode.OK)
 
 
+def question_ahead(
+    schema: FlagSchema,
+    argv: list[str],
+    env: Mapping[str, str],
+    source: str,
+    gpu_spec: str | None,
+    nodes: int | None,
+) -> tuple[list[str], dict[str, str], GpuFacts] | None:
+    """sglang's question (argv, environment, GPUs) as `checked_session`'s session will ask
+    it, from the launch alone: what `LaunchSession.argv`, `check_env` and `gpu` give for a
+    planning preset on one node. None where the session's own answer could differ (a
+    parse error, the local GPUs, CUDA_VISIBLE_DEVICES, --nnodes): `TwoTier` compares the
+    two anyway and asks again when they differ."""
+    if not gpu_spec or CUDA_VISIBLE_DEVICES in env or nodes not in (None, 1):
+        return None
+    parsed = parse_argv(argv, schema)
+    if parsed.issues or "nnodes" in parsed.values:
+        return None
+    try:
+        gpu = parse_gpu_spec(gpu_spec)
+    except UserError:
+        return None  # the session says so, in its words
+    flags = {k: v for k, v in parsed.values.items() if k != "model_path"}
+    question = ["--model-path", model_path_for_sglang(source), *to_argv(flags, schema)]
+    return question, {**inherited_env(os.environ), **env}, gpu
+
+
 def local_host_findings(session: LaunchSession) -> list[Finding]:
     """The host checks, when the check is for this machine's GPUs (not a planning preset)."""
     if session.gpu.mode is not GpuMode.NVML:
         return []
+    # the host's collectors (sockets, processes): only for this machine's own GPUs
+    from sglaunch.host import host_findings
 
     return host_findings(session)
 
@@ -305,6 +354,8 @@ def _print_fixed(
         print(line, file=out)
         out.flush()
         return
+    from sglaunch.check_json import result_json  # the memory plan's JSON: only for --json
+
     # the argv of the line above: the model as sglang will be given it, secrets masked
     model = session.launch_model_path()
     argv = session.argv()
@@ -334,6 +385,10 @@ def checked_session(
 ) -> LaunchSession:
     """The launch as a session: the flags, the model's facts, the GPUs to check for, and
     what is known of their start-up cost (the calibration store, `--assume-free-gib`)."""
+    # after sglang's question is sent (`check_command`): the session runs the rules, which
+    # load every rule module
+    from sglaunch.session import LaunchSession
+
     session = LaunchSession(schema, inherited=inherited_env(os.environ))
     session.load_argv(argv, env)
     session.request_model(source)
@@ -361,6 +416,8 @@ def _print_json(
     *,
     host: Sequence[Finding] = (),
 ) -> None:
+    from sglaunch.check_json import result_json  # the memory plan's JSON: only for --json
+
     data = result_json(
         verdict, session, argv=argv, sglang_version=sglang_version, versions=versions
     )

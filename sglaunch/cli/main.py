@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import gc
 import sys
 from collections.abc import Callable, Sequence
 
@@ -203,13 +204,24 @@ def _unknown_command(word: str) -> str:
     return f"unknown command {shown(word, 40)!r} (commands: {', '.join(SUBCOMMANDS)}; see sglaunch --help)"
 
 
+# commands that print their answer and end, holding no file, server or terminal of their own
+_REPORTS = ("check", "fit", "explain")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    program = argv is None  # the process's own command line: it exits when this returns
     argv = list(sys.argv[1:] if argv is None else argv)
 
     headless = bool(argv) and (argv[0] in SUBCOMMANDS or "--apply" in argv)
-    # the headless commands print through a mask: no secret they know of is printed back
-    with masked_stdio(argv) if headless else contextlib.nullcontext():
-        return _main(argv)
+    try:
+        # the headless commands print through a mask: no secret they know of is printed back
+        with masked_stdio(argv) if headless else contextlib.nullcontext():
+            return _main(argv)
+    finally:
+        if program and argv and argv[0] in _REPORTS:
+            # the interpreter's shutdown would walk every object once more to collect
+            # cycles the OS frees anyway: ~20 ms of a `check` that takes ~0.2 s
+            gc.freeze()
 
 
 def _main(argv: list[str]) -> int:

@@ -28,6 +28,7 @@ from typing import IO, Any
 
 from sglaunch.oracle.answer import OracleAnswer, OracleStatus
 from sglaunch.oracle.interpreter import NOT_INSTALLED, find_sglang_python
+from sglaunch.oracle.ipc import gpu_payload
 from sglaunch.release_range import oracle_refusal
 from sglaunch.validators.facts import GpuFacts
 
@@ -36,24 +37,6 @@ WORKER = Path(__file__).resolve().parent.parent / "in_sglang" / "oracle_worker.p
 # the client waits before it decides the worker is stuck and kills it
 _BACKSTOP_S = 10.0
 _LIVE: weakref.WeakSet[Oracle] = weakref.WeakSet()
-
-
-def gpu_payload(gpu: GpuFacts) -> dict[str, Any]:
-    """The GPU facts the worker emulates, as JSON."""
-    return {
-        "devices": [
-            {
-                "name": d.name,
-                "memory_total": int(d.memory_total),
-                "memory_free": d.memory_free,
-                "capability": list(d.capability),
-                "uuid": d.uuid,
-            }
-            for d in gpu.devices
-        ],
-        "driver_version": gpu.driver_version,
-        "cuda_version": gpu.cuda_version,
-    }
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -121,6 +120,8 @@ def probe_sglang_version(python: str, timeout: float = 10.0) -> tuple[str | None
 
 
 def _probe_sglang_version(python: str, timeout: float) -> tuple[str | None, str]:
+    import subprocess  # only to probe: a check with a warm service knows the version
+
     try:
         done = subprocess.run(
             [python, "-c", _VERSION_PROBE],

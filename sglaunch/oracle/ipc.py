@@ -11,6 +11,7 @@ uid on the connection itself (SO_PEERCRED).
 Per service, three files share a key (the sglang interpreter, this sglaunch):
 `oracle-KEY.sock`, `oracle-KEY.lock` (flock held by the live service for its
 whole life; its text says pid, interpreter and start time) and `oracle-KEY.log`.
+The GPU facts travel as `gpu_payload` writes them, to the service or a worker.
 """
 
 from __future__ import annotations
@@ -23,15 +24,17 @@ import select
 import socket
 import stat
 import struct
-import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sglaunch import __version__
 from sglaunch.oracle.interpreter import cache_key_path
+
+if TYPE_CHECKING:
+    from sglaunch.validators.facts import GpuFacts
 
 PROTOCOL = 1
 # what a request carries from its client's environment; the service drops its own copies
@@ -52,6 +55,24 @@ class ChannelClosed(Exception):
     """The other end closed the connection (or never answered by the deadline)."""
 
 
+def gpu_payload(gpu: GpuFacts) -> dict[str, Any]:
+    """The GPU facts the worker emulates, as JSON."""
+    return {
+        "devices": [
+            {
+                "name": d.name,
+                "memory_total": int(d.memory_total),
+                "memory_free": d.memory_free,
+                "capability": list(d.capability),
+                "uuid": d.uuid,
+            }
+            for d in gpu.devices
+        ],
+        "driver_version": gpu.driver_version,
+        "cuda_version": gpu.cuda_version,
+    }
+
+
 def runtime_dir(environ: Mapping[str, str] | None = None) -> Path:
     """The folder the service sockets live in (see the module docstring)."""
     env = os.environ if environ is None else environ
@@ -64,6 +85,8 @@ def runtime_dir(environ: Mapping[str, str] | None = None) -> Path:
     xdg = env.get("XDG_RUNTIME_DIR")
     if xdg and os.path.isabs(xdg):
         return Path(xdg) / "sglaunch"
+    import tempfile  # only for this last resort: its import costs a check ~2 ms
+
     return Path(tempfile.gettempdir()) / f"sglaunch-{os.getuid()}"
 
 

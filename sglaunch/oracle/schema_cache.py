@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,6 +75,8 @@ def _failed(why: str, python: str, version: str) -> SchemaLookup:
 
 def _extract(python: str, out: Path, timeout: float) -> str:
     """Run extract_flags.py under `python` into `out`; returns '' or a one-line reason."""
+    import subprocess  # only to extract: a check reads the cached schema
+
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

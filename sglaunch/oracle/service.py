@@ -70,7 +70,7 @@ _DIST_PROBE = (
 
 
 def gpu_from_payload(payload: Mapping[str, Any]) -> GpuFacts:
-    """The GPU facts a request names (client.gpu_payload's shape), as the Oracle takes them."""
+    """The GPU facts a request names (ipc.gpu_payload's shape), as the Oracle takes them."""
     devices = []
     for i, d in enumerate(payload.get("devices") or ()):
         cap = d.get("capability") or (0, 0)

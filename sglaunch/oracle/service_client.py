@@ -21,16 +21,14 @@ import fcntl
 import json
 import os
 import socket
-import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sglaunch.oracle.answer import OracleAnswer, OracleStatus
-from sglaunch.oracle.client import Oracle, gpu_payload
 from sglaunch.oracle.interpreter import NOT_INSTALLED, find_sglang_python, oracle_refused
 from sglaunch.oracle.ipc import (
     FORWARDED_PREFIXES,
@@ -40,6 +38,7 @@ from sglaunch.oracle.ipc import (
     ServicePaths,
     ServiceRefused,
     check_private_socket,
+    gpu_payload,
     idle_timeout,
     open_private,
     peer_uid,
@@ -47,6 +46,9 @@ from sglaunch.oracle.ipc import (
     runtime_dir,
 )
 from sglaunch.validators.facts import GpuFacts
+
+if TYPE_CHECKING:
+    from sglaunch.oracle.client import Oracle
 
 NO_SERVICE_ENV = "SGLAUNCH_NO_ORACLE_SERVICE"
 # the service enforces each timeout itself; this is how much longer a client waits
@@ -65,6 +67,10 @@ def connect(
     """The oracle for a caller: the shared service, or (`use_service=False`, or
     SGLAUNCH_NO_ORACLE_SERVICE=1) a worker of this process's own."""
     if not use_service or os.environ.get(NO_SERVICE_ENV, "") not in ("", "0"):
+        # a worker of this process's own: its process machinery only then, not on the way
+        # to a warm service's answer
+        from sglaunch.oracle.client import Oracle
+
         return Oracle(python, timeout=timeout, start_timeout=start_timeout)
     return ServiceOracle(python, timeout=timeout, start_timeout=start_timeout)
 
@@ -150,6 +156,8 @@ def _spawn(
     paths: ServicePaths, python: str, lock_fd: int, idle: float, start_timeout: float
 ) -> None:
     """Start the service in the background; it inherits the lock we hold."""
+    import subprocess  # only to start the service: a warm one is just connected to
+
     log_fd = open_private(paths.log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     env = {k: v for k, v in os.environ.items() if not k.startswith(FORWARDED_PREFIXES)}
     args = [

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from sglaunch.flags.schema import FlagSchema, FlagSpec, bundled_schema
@@ -67,3 +69,19 @@ def test_matches_section_namespace_and_help() -> None:
     assert spec.matches(["memory", "fraction"])
     assert spec.matches(["scheduler"])
     assert not spec.matches(["kernel"])
+
+
+def test_a_spec_read_from_json_is_the_one_its_constructor_builds() -> None:
+    """from_json fills the instance in one step: every field, as the dataclass's own
+    __init__ would set it (a field added later and not read would show here)."""
+    for spec in S.flags:
+        built = FlagSpec(**{f.name: getattr(spec, f.name) for f in dataclasses.fields(FlagSpec)})
+        assert spec == built
+        assert list(vars(spec)) == list(vars(built))
+    minimal = FlagSpec.from_json({"dest": "x", "options": ["--x"]})
+    assert vars(minimal) == vars(FlagSpec(dest="x", options=("--x",)))
+
+
+def test_every_name_of_a_release_reads_the_same_bundled_schema() -> None:
+    assert bundled_schema() is bundled_schema(S.sglang_version)
+    assert bundled_schema("0.5.23.post1") is bundled_schema("0.5.23")
