@@ -5,7 +5,8 @@ The launch being edited is a UI-free `LaunchSession`; both tiers of the verdict 
 loses it. The App holds UI state only: which screen, the preview mode, timers. Slow work
 (probing GPUs, reading a model, asking sglang, starting a server) runs in workers that post
 messages (`tui.messages`); the `@on` handlers here own every change. The dialogs' module is
-imported where a dialog opens: the first frame does without it.
+imported where a dialog opens: the first frame does without it. So are the rules: the session
+is made, and first checked, just after that frame, which draws none of its verdict yet.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.timer import Timer
 
-from sglaunch.catalogue import card_for
 from sglaunch.errors import UserError
 from sglaunch.facts.model import ModelNotCached, hf_cached_repos
 from sglaunch.flags.launchline import LaunchLine
@@ -39,7 +39,6 @@ from sglaunch.tui import messages as m
 from sglaunch.tui.collaborators import Collaborators
 from sglaunch.tui.palette import editor_commands, keys_command
 from sglaunch.tui.profile_flow import ProfileFlow
-from sglaunch.tui.screens.card import CardScreen
 from sglaunch.tui.screens.help import HelpScreen
 from sglaunch.tui.screens.main import PANELS, MainScreen, blocked_reason, subtitle_text, title_text
 from sglaunch.tui.server import ServerControl
@@ -47,7 +46,6 @@ from sglaunch.tui.widgets.findings import FindingsPanel
 from sglaunch.tui.widgets.flag_editor import FlagEditor
 from sglaunch.validators.facts import GpuMode
 from sglaunch.validators.findings import Finding, Fix, Severity
-from sglaunch.validators.memory.plan import plan_memory
 from sglaunch.validators.release_spans import semantics
 from sglaunch.verdict import OracleRequest, Phase, TwoTier, Verdict
 
@@ -126,23 +124,16 @@ class SglaunchApp(App[int]):
         self.initial_profile = profile
         self.initial_model = model
         self.attach = attach  # a running server to watch (sglaunch attach), not to own
-        self.session = LaunchSession(
-            schema,
-            default_python=collaborators.launch_python,
-            inherited=inherited_env(os.environ),
-        )
         # the release the checks are for: named or the newest until the installed one answers
         self.named_version = parse_named(sglang_version)
         self.active = choose(None, self.named_version)
-        self.session.sglang_version = self.active.version
-        self.session.validate()
-        if gpu_spec:
-            self.session.choose_preset(gpu_spec)
         self.probing = not gpu_spec
-        if argv or env:
-            self.session.load_argv(argv or [], env)
         self.tiers = TwoTier(collaborators.oracle)
-        self.verdict: Verdict = self.tiers.verdict(self.session)
+        # the session is made on first use, which is after the first frame: its first
+        # verdict imports every rule module, and that frame draws none of it
+        self._session_args = (gpu_spec, argv, env)
+        self._session: LaunchSession | None = None
+        self._verdict: Verdict | None = None
         self.server = ServerControl(
             self, collaborators.server_factory, on_measured=self.read_memory_facts
         )
@@ -158,6 +149,40 @@ class SglaunchApp(App[int]):
         self._retried_at = -RETRY_EVERY_S
         self._hung_up = False  # the terminal went away: ending, once
         self._model_release: str | None = None  # the release the model's facts were read for
+
+    @property
+    def session(self) -> LaunchSession:
+        """The launch being edited (made, and checked, on first use)."""
+        return self._session if self._session is not None else self._make_session()
+
+    @property
+    def verdict(self) -> Verdict:
+        """Both tiers' verdict on the session, as last merged."""
+        if self._verdict is None:
+            self._make_session()  # which merges its first verdict
+        assert self._verdict is not None
+        return self._verdict
+
+    @verdict.setter
+    def verdict(self, value: Verdict) -> None:
+        self._verdict = value
+
+    def _make_session(self) -> LaunchSession:
+        gpu_spec, argv, env = self._session_args
+        session = LaunchSession(
+            self.schema,
+            default_python=self.c.launch_python,
+            inherited=inherited_env(os.environ),
+        )
+        session.sglang_version = self.active.version
+        session.validate()
+        if gpu_spec:
+            session.choose_preset(gpu_spec)
+        if argv or env:
+            session.load_argv(argv or [], env)
+        self._session = session
+        self._verdict = self.tiers.verdict(session)
+        return session
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -487,6 +512,10 @@ class SglaunchApp(App[int]):
         self.main.query_one(FlagEditor).select(dest, focus=True)
 
     def open_card(self, finding: Finding) -> None:
+        # kept out of the first frame: the catalogue's look-up imports every rule and card
+        from sglaunch.catalogue import card_for
+        from sglaunch.tui.screens.card import CardScreen  # with the cards it shows
+
         card = card_for(finding.code, finding.message, finding.source)
         before = self.session.command_line(display=True)
         afters = [self.session.command_line(display=True, fix=f) for f in finding.fixes[:1]]
@@ -522,6 +551,9 @@ class SglaunchApp(App[int]):
             return None
 
         answer = self.verdict.answer
+        # kept out of the first frame, which draws no plan yet
+        from sglaunch.validators.memory.plan import plan_memory
+
         return plan_memory(self.session.check_input(), answer.resolved if answer else None)
 
     @property

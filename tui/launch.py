@@ -12,7 +12,6 @@ from sglaunch.exitcodes import ExitCode
 from sglaunch.facts import gpu as gpu_facts
 from sglaunch.facts.model import hf_cache_dirs, load_model_facts
 from sglaunch.flags.schema import bundled_schema
-from sglaunch.host import host_findings
 from sglaunch.oracle.interpreter import find_sglang_python
 from sglaunch.profiles import ProfileStore
 from sglaunch.release import load_flag_facts, parse_named
@@ -20,7 +19,9 @@ from sglaunch.release import load_flag_facts, parse_named
 if TYPE_CHECKING:
     from sglaunch.runtime import LaunchSpec, Monitor
     from sglaunch.runtime.attach_target import AttachTarget
+    from sglaunch.session import LaunchSession
     from sglaunch.tui.app import SglaunchApp
+    from sglaunch.validators.findings import Finding
 
 
 def run_tui(
@@ -101,7 +102,7 @@ def build_app(
 
     collab.server_factory = _monitor
 
-    collab.host_check = host_findings
+    collab.host_check = _host_findings
     found = find_sglang_python(sglang_python)
     # the interpreter whose sglang is checked launches too (sglaunch/program.py's rule); a
     # CPU-only one from `oracle setup` is named as such in the title and the launch dialog
@@ -124,3 +125,10 @@ def _monitor(spec: LaunchSpec) -> Monitor:
     from sglaunch.runtime import Monitor
 
     return Monitor(spec, startup_timeout=1800.0)
+
+
+def _host_findings(session: LaunchSession) -> list[Finding]:
+    # the host's checks are read at ctrl+l: their rule modules stay out of the first frame
+    from sglaunch.host import host_findings
+
+    return host_findings(session)

@@ -8,13 +8,15 @@ are loaded.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sglaunch.memory.assumptions import with_memory_facts
 from sglaunch.validators.facts import CheckInput
 from sglaunch.validators.findings import Finding, Severity
-from sglaunch.validators.memory.layouts import Layout, plan_layouts
-from sglaunch.validators.memory.plan import MemoryPlan, plan_memory
+
+if TYPE_CHECKING:
+    from sglaunch.validators.memory.layouts import Layout
+    from sglaunch.validators.memory.plan import MemoryPlan
 
 
 def plan_for(
@@ -26,6 +28,9 @@ def plan_for(
     """The plan for one check input; calibration and --assume-free-gib are attached if missing."""
     if inp.memory is None or assume_free_gib is not None:
         inp = with_memory_facts(inp, assume_free_gib=assume_free_gib)
+    # kept out of the TUI's first frame, which draws no plan yet
+    from sglaunch.validators.memory.plan import plan_memory
+
     return plan_memory(inp, resolved)
 
 
@@ -91,6 +96,9 @@ def count_text(n: int | None) -> str:
 def layouts(inp: CheckInput) -> list[Layout]:
     if inp.memory is None:
         inp = with_memory_facts(inp)
+    # kept out of the TUI's first frame: the layouts run the rule engine, which imports every rule
+    from sglaunch.validators.memory.layouts import plan_layouts
+
     return plan_layouts(inp)
 
 

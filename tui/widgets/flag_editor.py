@@ -123,7 +123,13 @@ class FlagEditor(Vertical):
     def on_mount(self) -> None:
         if self.query_one("#flag-table", RowList).line_width:
             self.rebuild()
-        # else the first resize builds them: ~530 rows made once at start-up, not twice
+            return
+        # else the first resize builds them: ~530 rows made once at start-up, not twice. The
+        # flag it will select is shown now: the detail pane's size is then settled by the
+        # first layout, and the rows alone need drawing after that resize
+        first = next((specs[0] for _, specs in self.matching()), None)
+        if first is not None:
+            self.show_detail(first.dest)
 
     def on_resize(self) -> None:
         table = self.query_one("#flag-table", RowList)
