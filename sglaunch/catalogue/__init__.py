@@ -40,6 +40,10 @@ def _pattern(segments: Sequence[str | None]) -> re.Pattern[str]:
     return re.compile(body, re.DOTALL)
 
 
+# the shortest one-word fragment of a message that finds its sites ("moe_dp_size")
+MIN_FRAGMENT = 8
+
+
 @dataclass(frozen=True, eq=False)  # hashed by identity: one per process
 class Catalogue:
     releases: tuple[str, ...]
@@ -73,9 +77,15 @@ class Catalogue:
     def match(self, text: str, version: str | None = None) -> Site | None:
         """The site whose message this is: the full text first (values filled in), then a
         fragment (most of its words are the site's). `version` prefers that release's sites."""
+        found = self.matches(text, version)
+        return found[0] if found else None
+
+    def matches(self, text: str, version: str | None = None) -> list[Site]:
+        """`match`'s site first, then the others a fragment of text fits as well (part of
+        several messages: "tp_size must be divisible"), one per message, `version`'s first."""
         text = _TYPE_PREFIX.sub("", text.strip()).strip()
         if not text:
-            return None
+            return []
         pats = _patterns(self)
         full: list[tuple[int, int, Site]] = []
         for s in self.sites:
@@ -85,17 +95,25 @@ class Catalogue:
                 exact = 1 if m.group(0) == text else 0
                 full.append((exact, literal + (1 if version in s.releases else 0), s))
         if full:
-            return max(full, key=lambda t: (t[0], t[1]))[2]
+            return [max(full, key=lambda t: (t[0], t[1]))[2]]
         # a fragment copied from the message: part of one of its literal stretches
         plain = " ".join(text.split())
+        # a fragment says something: two words, or one long one ("x" is in half the messages)
         pieces = [
-            s for s in self.sites if any(plain in " ".join(x.split()) for x in s.segments if x)
+            s
+            for s in self.sites
+            if (" " in plain or len(plain) >= MIN_FRAGMENT)
+            and any(plain in " ".join(x.split()) for x in s.segments if x)
         ]
         if pieces:
-            return min(pieces, key=lambda s: (version not in s.releases, len(s.message)))
+            pieces.sort(key=lambda s: (version not in s.releases, len(s.message)))
+            one_each: dict[str, Site] = {}
+            for s in pieces:
+                one_each.setdefault(s.message, s)
+            return list(one_each.values())
         words = _WORD.findall(text.lower())
         if len(words) < 2:
-            return None
+            return []
         best: tuple[float, int, Site] | None = None
         for s in self.sites:
             own = _words(self)[s.code]
@@ -113,16 +131,16 @@ class Catalogue:
                     )
                 ):
                     best = key
-        return best[2] if best else None
+        return [best[2]] if best else []
 
     def closest(self, text: str, n: int = 5, cutoff: float = 0.0) -> list[Site]:
         """The sites whose message reads most like `text` (for an unknown one), at least
-        `cutoff` alike (difflib's ratio)."""
+        `cutoff` alike (difflib's ratio); with no cutoff, the `n` nearest whatever they are."""
         text = _TYPE_PREFIX.sub("", text.strip()).lower()
         scored = []
         for s in self.sites:
             sm = difflib.SequenceMatcher(None, text, s.message.lower(), autojunk=False)
-            if sm.real_quick_ratio() < max(0.3, cutoff):
+            if cutoff and sm.real_quick_ratio() < max(0.3, cutoff):
                 continue
             ratio = sm.ratio()
             if ratio >= cutoff:

@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -32,6 +33,7 @@ from sglaunch.memory.assumptions import memory_facts
 from sglaunch.oracle.interpreter import find_sglang_python, probe_sglang_version
 from sglaunch.oracle.service_client import connect
 from sglaunch.profiles import ProfileStore
+from sglaunch.profiles.nodes import engine_node_flags
 from sglaunch.program import launch_python_facts
 from sglaunch.release import load_flag_facts, parse_named
 from sglaunch.revalidate import describe, profile_named_version, version_changes
@@ -79,6 +81,11 @@ def run(args: argparse.Namespace, *, err: TextIO | None = None) -> int:
     if getattr(args, "nodes", None) is not None:
         session.set_nodes(args.nodes)  # --nodes over the profile's own
         gpu = session.gpu
+    target = getattr(args, "target", None) or "local"
+    if target == "local":
+        _refuse_nodes_here(session, profile.name)
+    elif session.nodes > 1:
+        _engine_line(session)
     out.say(
         f"sglaunch --apply {profile.name} · {profile.model} · {gpu.status or gpu.describe()}"
         f" · for {active.label()}",
@@ -104,6 +111,9 @@ def run(args: argparse.Namespace, *, err: TextIO | None = None) -> int:
             verdict = _fix(session, verdict, tiers, schema, out)
             if args.save and not verdict.errors:
                 saved = session.to_profile(profile.name, sglang_version=verdict.sglang_version)
+                if target != "local":
+                    # the engine's node flags were for the check; the profile keeps its own
+                    saved = replace(saved, flags=_own_node_flags(saved.flags, profile.flags))
                 # the check ran on this machine's GPUs; the profile keeps its own selection
                 saved = store.save(replace(saved, gpus=profile.gpus))
                 session.mark_saved(saved)
@@ -124,7 +134,6 @@ def run(args: argparse.Namespace, *, err: TextIO | None = None) -> int:
             "31",
         )
         return int(ExitCode.VALIDATION)
-    target = getattr(args, "target", None) or "local"
     if target != "local":
         # the nodes are the engine's: this host's checks and GPUs do not apply
         # only for --target: its writers (lws, skypilot) load yaml
@@ -144,6 +153,38 @@ def run(args: argparse.Namespace, *, err: TextIO | None = None) -> int:
     for warning in interpreter.warnings:
         out.say(f"! {warning}", "33")
     return _launch(session, verdict, args, out.err, python=interpreter.path)
+
+
+def _refuse_nodes_here(session: LaunchSession, name: str) -> None:
+    """A launch here is one node: a server over several whose line states no --nnodes (it
+    would run as one node) goes to an engine, or each node runs its own line."""
+    n = session.nodes
+    if n > 1 and "nnodes" not in session.flags:
+        own = session.profile is not None and session.profile.nodes == n
+        lines = "" if own else f"set `nodes = {n}` in the profile and "
+        raise UserError(
+            f"--apply launches one node here, and this launch of profile '{name}' spans {n} "
+            f"nodes: launch it with --target slurm, lws or skypilot, or {lines}run each node's "
+            f"line from `sglaunch profiles export {name} --format command`"
+        )
+
+
+def _engine_line(session: LaunchSession) -> None:
+    """Check the head's line as the engine's export writes it (profiles/nodes.py): the node
+    count, rank, rendezvous and host the engine fills in, not the profile's own."""
+    for dest, value in engine_node_flags(session.flags, session.nodes).items():
+        if session.schema.get(dest) is not None:
+            session.set_flag(dest, value)
+
+
+def _own_node_flags(saved: dict[str, Any], own: Mapping[str, Any]) -> dict[str, Any]:
+    """`saved` with the node flags an engine apply checked with put back as the profile had them."""
+    out = dict(saved)
+    for dest in engine_node_flags({}, 2):
+        out.pop(dest, None)
+        if dest in own:
+            out[dest] = own[dest]
+    return out
 
 
 def _host_ready(session: LaunchSession, name: str, schema: FlagSchema, out: _Out) -> bool:

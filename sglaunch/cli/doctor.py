@@ -22,8 +22,11 @@ from sglaunch.oracle.interpreter import find_sglang_python
 from sglaunch.profiles import ProfileStore
 from sglaunch.release import load_flag_facts
 from sglaunch.session import LaunchSession, inherited_env
-from sglaunch.validators.findings import Finding
+from sglaunch.validators.findings import Finding, sort_findings
 from sglaunch.validators.rules.host import host_checks
+
+# the rule engine's findings about the line that are the host's business too
+LINE_CODES = frozenset({"port-range"})
 
 
 def parser() -> Parser:
@@ -164,6 +167,10 @@ def doctor_command(
         # --base-gpu-id; the GPU-held and driver checks still need the real one
         facts = replace(facts, gpu_count=planned)
     findings = host_checks(session.flags, facts, nodes=n_nodes, source=session.model_source or "")
+    # the line's ports no host can bind: the rule engine's (`check` says the same)
+    findings = sort_findings(
+        [*findings, *(f for f in session.report.findings if f.code in LINE_CODES)]
+    )
     _report(findings, session, facts.nvml_error, python, n_nodes, gpu_spec, as_json, out, err)
     if as_json:
         data = {

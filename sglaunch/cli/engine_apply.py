@@ -31,10 +31,10 @@ from typing import TYPE_CHECKING, Any, TextIO
 from sglaunch.atomic import atomic_write
 from sglaunch.errors import UserError
 from sglaunch.exitcodes import ExitCode
-from sglaunch.paths import runs_dir
+from sglaunch.paths import data_dir
 from sglaunch.profiles.lws import to_lws
 from sglaunch.profiles.nodes import dns_name
-from sglaunch.profiles.skypilot import to_skypilot
+from sglaunch.profiles.skypilot import secret_args, to_skypilot
 from sglaunch.profiles.slurm import HEAD_MARK, to_sbatch
 from sglaunch.runtime import slurmjob
 from sglaunch.runtime.attach_target import resolve_attach_target
@@ -94,6 +94,7 @@ def _slurm(profile: Profile, args: argparse.Namespace, err: TextIO) -> int:
         status="starting",
         profile=profile.name,
         engine="slurm",
+        model=profile.model,
         slurm_job=job,
         nodes=profile.nodes,
         started_at=started,
@@ -259,7 +260,8 @@ def _k8s_or_sky(profile: Profile, target: str, args: argparse.Namespace, err: Te
     text = (
         to_lws(profile, python=python) if target == "lws" else to_skypilot(profile, python=python)
     )
-    folder = runs_dir() / "engine-files"
+    # beside the runs, not among them: `runs list` reads every folder there as a run
+    folder = data_dir() / "engine-files"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{profile.name}.{target}.yaml"
     atomic_write(path, text.encode("utf-8"))
@@ -267,7 +269,9 @@ def _k8s_or_sky(profile: Profile, target: str, args: argparse.Namespace, err: Te
         command = ["kubectl", "apply", "-f", str(path)]
         ready, why = _kubectl_ready()
     else:
-        command = ["sky", "launch", "-y", "-c", _cluster(profile.name), str(path)]
+        # each secret from the caller's environment, as the file's header says
+        command = ["sky", "launch", "-y", "-c", _cluster(profile.name), *secret_args(profile)]
+        command.append(str(path))
         ready = shutil.which("sky") is not None
         why = "" if ready else "SkyPilot's `sky` is not installed here"
     shown = " ".join(shlex.quote(c) for c in command)

@@ -21,6 +21,9 @@ from sglaunch.validators.engine import get_rule
 from sglaunch.validators.registry import all_cards, get_card, match_card
 from sglaunch.validators.sourcelines import ref_at
 
+# the other matching messages listed by name; the rest are counted
+OTHERS_SHOWN = 5
+
 
 def parser() -> Parser:
     p = Parser(
@@ -59,12 +62,34 @@ def find_site(text: str, version: str) -> Site | None:
     return catalogue().get(text.strip()) or lookup(text, version=version)
 
 
+def other_matches(text: str, site: Site, version: str) -> list[Site]:
+    """The other sites a fragment fits as well as `site` (part of several messages)."""
+    if catalogue().get(text.strip()) is site:
+        return []
+    return [s for s in catalogue().matches(text, version) if s is not site]
+
+
+def _others_lines(others: list[Site], version: str) -> list[str]:
+    n = len(others)
+    lines = [
+        f"the text is part of {n} other message{'s' if n != 1 else ''} too "
+        "(`sglaunch explain CODE` for one):"
+    ]
+    for s in others[:OTHERS_SHOWN]:
+        absent = "" if version in s.releases else f" (not in {version})"
+        lines.append(f"  {s.code}  {s.message[:80]!r}{absent}")
+    if n > OTHERS_SHOWN:
+        lines.append(f"  … and {n - OTHERS_SHOWN} more: give more of the message")
+    return lines
+
+
 def _unknown(text: str) -> UserError:
     """One line: the closest codes and messages, and where to see them all."""
     codes = [c.code for c in all_cards()]
     close = difflib.get_close_matches(text.lower(), codes, n=3)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
-    near = catalogue().closest(text, n=3, cutoff=0.45)
+    # always the nearest few, however far: a way on from any text
+    near = catalogue().closest(text, n=3)
     if near:
         shown = " | ".join(repr(s.message[:70]) for s in near)
         hint += f"; the closest messages sglang raises: {shown}"
@@ -107,10 +132,12 @@ def run(argv: Sequence[str]) -> int:
         known=known_sglang_version(None),
     )
     active = versions.active
+    others: list[Site] = []
     if card is None:
         site = find_site(text, active.version)
         if site is None:
             raise _unknown(text)
+        others = other_matches(text, site, active.version)
 
         card = site_card_for(site, active.version)
         absent = (
@@ -125,8 +152,14 @@ def run(argv: Sequence[str]) -> int:
         data = card.to_json()
         data["for"] = active.to_json()
         data["absent_in_release"] = absent
+        data["other_matches"] = [{"code": s.code, "message": s.message} for s in others]
         print(json.dumps(data, indent=2))
     else:
+        if others:
+            # said first: the card below is one pick among several
+            for line in _others_lines(others, active.version):
+                print(paint(line if line.startswith(" ") else f"! {line}", "33"))
+            print()
         print(format_card(card, paint))
         print(paint.dim(f"for {active.label()}"))
         for line in [*versions.lines(), *([absent] if absent else [])]:

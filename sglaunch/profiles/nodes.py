@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from sglaunch.errors import UserError
 from sglaunch.flags.argv import NODE_FLAGS, node_argv, without_flags
@@ -32,6 +34,9 @@ ENGINE_PYTHON = "python3"
 # with this text if the variable is unset, instead of starting a node that hangs.
 HEAD_VAR = "SGLANG_HEAD_ADDR"
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+# The head's address as the check before an engine apply writes it: the engine fills in the
+# real one (LWS_LEADER_ADDRESS, the job's first Slurm host, SkyPilot's first node IP).
+ENGINE_HEAD = "engine-head"
 _PYTHON = re.compile(r"[A-Za-z0-9_./+@-]+")
 
 
@@ -91,6 +96,32 @@ def _split_port(addr: str) -> tuple[str | None, int | None]:
     return (host or None), (int(port) if port.isdigit() and 0 < int(port) < 65536 else None)
 
 
+def _dist(flags: Mapping[str, Any]) -> tuple[str | None, int | None]:
+    dist = flags.get("dist_init_addr")
+    return _split_port(str(dist)) if dist else (None, None)
+
+
+def _node_host(flags: Mapping[str, Any]) -> str:
+    host = str(flags.get("host") or "")
+    # the head's probe and the other nodes must reach it (reference §6)
+    return "0.0.0.0" if not host or host in _LOOPBACK else host
+
+
+def engine_node_flags(flags: Mapping[str, Any], nodes: int) -> dict[str, Any]:
+    """The flags an engine's export writes over the profile's own on the head's line
+    (`--apply --target` checks that line): the node count, rank 0, the rendezvous at the head
+    the engine names (ENGINE_HEAD here) on the profile's port, and the host every node
+    listens on. `--nccl-init-addr` is dropped (None), as the export drops it."""
+    _, dist_port = _dist(flags)
+    return {
+        "nnodes": nodes,
+        "node_rank": 0,
+        "dist_init_addr": f"{ENGINE_HEAD}:{dist_port or DEFAULT_DIST_PORT}",
+        "nccl_init_addr": None,
+        "host": _node_host(flags),
+    }
+
+
 def node_launch(
     profile: Profile,
     *,
@@ -118,12 +149,8 @@ def node_launch(
             "(e.g. --tp 16 on 2 nodes of 8) or change the profile's nodes"
         )
     port = int(flags.get("port") or DEFAULT_PORT)
-    dist = flags.get("dist_init_addr")
-    dist_host, dist_port = _split_port(str(dist)) if dist else (None, None)
-    host = str(flags.get("host") or "")
-    if not host or host in _LOOPBACK:
-        # the head's probe and the other nodes must reach it (reference §6)
-        host = "0.0.0.0"
+    dist_host, dist_port = _dist(flags)
+    host = _node_host(flags)
     if python is not None:
         exe = check_python(python)
     elif engine_python:

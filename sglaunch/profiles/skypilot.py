@@ -33,6 +33,12 @@ def accelerator(profile: Profile) -> str:
     return m.group(1) if m else DEFAULT_ACCELERATOR
 
 
+def secret_args(profile: Profile) -> list[str]:
+    """`--secret VAR` for each variable the profile's secrets are read from: `sky launch`
+    passes each from the caller's environment (the task names them, never their values)."""
+    return [t for v in sorted(set(profile.secrets.values())) for t in ("--secret", v)]
+
+
 def to_skypilot(
     profile: Profile,
     *,
@@ -75,7 +81,7 @@ def to_skypilot(
     task["run"] = run + "\n"
     header = f"# sglang across {launch.nodes} nodes for sglaunch profile '{launch.name}': sky launch FILE\n"
     if launch.secrets:
-        names = " ".join(f"--secret {v}" for v in sorted(set(launch.secrets.values())))
+        names = " ".join(secret_args(profile))
         header += f"# Secrets are read from your environment: sky launch {names} FILE\n"
     return header + yaml.dump(task, Dumper=_Literal, sort_keys=False, width=1000)
 

@@ -222,6 +222,8 @@ def load_run(path: Path, *, tail: int = TAIL_LINES) -> RunInfo:
         )
     argv_record, _ = _read_json(path / "argv.json")
     model, command = _model_from(argv_record)
+    if model is None and isinstance(record.get("model"), str):
+        model = record["model"]  # an engine's run (Slurm) records it: no server argv here
     proc = record.get("process")
     identity = proc if isinstance(proc, Mapping) else {}
     profile = record.get("profile")

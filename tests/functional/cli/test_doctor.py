@@ -23,14 +23,44 @@ def sglaunch(*args: str, env: dict[str, str] | None = None) -> subprocess.Comple
     )
 
 
-def test_doctor_reports_this_host_and_exits_0_with_warnings_only() -> None:
+def test_a_launch_python_without_sglang_makes_the_host_not_ready() -> None:
+    # sglaunch's own interpreter has no sglang: the launch would stop at once, GPUs or not
     res = sglaunch("doctor", "--model", "example:minicpm-sala", "--sglang-python", sys.executable)
-    assert res.returncode == 0, res.stderr
+    assert res.returncode == 1, res.stderr
     assert res.stdout == ""  # findings go to stderr; stdout is for data
     assert res.stderr.startswith("sglaunch doctor · example:minicpm-sala")
-    # this machine: no NVIDIA driver, and the interpreter named has no sglang
-    assert "host-no-nvml" in res.stderr or "host-sglang-missing" in res.stderr
-    assert "the host is ready for this launch" in res.stderr
+    assert "✗ error    host-sglang-missing" in res.stderr
+    assert res.stderr.rstrip().endswith("the host is not ready for this launch")
+
+
+@pytest.mark.parametrize("port", ["99999", "0", "-1"])
+def test_a_port_no_host_can_listen_on_is_a_finding_of_doctor_and_check(port: str) -> None:
+    flags = ["--", "--port", port]
+    res = sglaunch("doctor", "--json", "--model", "example:minicpm-sala", *flags)
+    found = {f["code"]: f for f in json.loads(res.stdout)["findings"]}
+    assert res.returncode == 1
+    assert found["port-range"]["severity"] == "error" and found["port-range"]["flags"] == ["--port"]
+    check = sglaunch(
+        "check",
+        "--json",
+        "--no-oracle",
+        "--gpu",
+        "H100x8",
+        "--model",
+        "example:minicpm-sala",
+        *flags,
+    )
+    assert check.returncode == 1
+    assert "port-range" in {f["code"] for f in json.loads(check.stdout)["findings"]}
+
+
+def test_the_ports_at_the_ends_of_the_range_pass() -> None:
+    for port in ("1", "65535"):
+        check = sglaunch(
+            "check", "--json", "--no-oracle", "--gpu", "H100x8", "--model",
+            "example:minicpm-sala", "--", "--port", port,
+        )  # fmt: skip
+        assert "port-range" not in {f["code"] for f in json.loads(check.stdout)["findings"]}
 
 
 def test_doctor_json_is_one_object_like_check_json() -> None:

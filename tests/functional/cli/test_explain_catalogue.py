@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from sglaunch.cli.main import main
@@ -64,3 +66,35 @@ def test_list_counts_the_sites_per_release(capsys: pytest.CaptureFixture[str]) -
     rc, out, _ = run(["explain", "--list"], capsys)
     assert rc == 0
     assert "0.5.19 423" in out and "0.5.23 748" in out
+
+
+@pytest.mark.parametrize("text", ["flux capacitor overloaded at 88 mph", "x"])
+def test_any_unknown_text_still_lists_the_nearest_messages(
+    capsys: pytest.CaptureFixture[str], text: str
+) -> None:
+    rc, out, err = run(["explain", text], capsys)
+    assert rc == 2 and out == ""
+    (line,) = err.splitlines()
+    hint = line.partition("; the closest messages sglang raises: ")[2]
+    assert len(hint.split(" | ")) == 3, line
+
+
+def test_a_fragment_of_several_messages_names_the_others(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    rc, out, _ = run(["explain", "tp_size must be divisible"], capsys)
+    assert rc == 0
+    head, _, card = out.partition("\n\n")
+    assert "other messages too" in head
+    shown = out.split("\n\n", 1)[1].split(" — ", 1)[0]  # the card explained
+    assert shown in card and shown not in head
+    assert "sglang-tp-size-must-be-divisible-by-number" in out
+    rc, out, _ = run(["explain", "--json", "tp_size must be divisible"], capsys)
+    others = {o["code"] for o in json.loads(out)["other_matches"]}
+    assert "sglang-tp-size-must-be-divisible-by-attn" in others | {json.loads(out)["code"]}
+    assert len(others) >= 3
+
+
+def test_a_whole_message_names_no_other(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, _ = run(["explain", "tp_size must be divisible by moe_dp_size"], capsys)
+    assert rc == 0 and "other messages" not in out

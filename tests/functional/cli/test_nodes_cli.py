@@ -159,7 +159,7 @@ def test_fit_lists_the_asked_layout_even_when_it_cannot_run(
     assert asked and "pp-stages-nodes" in asked[0]["blocking"]
 
 
-def test_apply_checks_for_the_nodes_given_and_launches_nothing_on_errors(
+def test_apply_here_refuses_nodes_its_line_would_not_span(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     from sglaunch.profiles import Profile, ProfileStore
@@ -169,13 +169,12 @@ def test_apply_checks_for_the_nodes_given_and_launches_nothing_on_errors(
         ["--profile", "big", "--apply", "--gpu", "H100x8", "--nodes", "2", "--no-oracle", "--json"],
         capsys,
     )
-    # two nodes of 8 for a line that runs on one: tp 16 needs 16 GPUs on that one
-    assert rc == ExitCode.VALIDATION, err
-    assert "2 nodes × 8× NVIDIA H100" in err
-    checked = json.loads(out.splitlines()[0])
-    assert checked["event"] == "checked" and checked["gpu"]["nodes"] == 2
-    codes = {f["code"] for f in checked["findings"]}
-    assert {"nodes-mismatch", "parallel-gpus"} <= codes
+    # a launch here is one node: two are an engine's (--target) or one line per node
+    assert rc == ExitCode.USAGE, err
+    [line] = err.strip().splitlines()
+    assert "spans 2 nodes" in line and "--target slurm, lws or skypilot" in line
+    assert "profiles export big --format command" in line
+    assert out == ""
 
 
 def test_fit_without_parallel_sizes_plans_one_server_over_every_gpu(

@@ -487,3 +487,14 @@ def test_hostname_is_recorded_by_identify() -> None:
     ident = identify(__import__("os").getpid())
     assert ident["host"] == hostname() and isinstance(ident.get("start_ticks"), int)
     assert sys.platform.startswith("linux")
+
+
+def test_an_engine_run_without_a_server_argv_shows_the_model_it_recorded(root: Path) -> None:
+    # a Slurm run: argv.json holds sbatch's command, the model is in run.json
+    path = root / "2026-01-01-tp16"
+    path.mkdir()
+    (path / "run.json").write_text(
+        json.dumps({"status": "stopped", "engine": "slurm", "model": "example:llama-3.1-8b"})
+    )
+    (path / "argv.json").write_text(json.dumps({"command": ["sbatch", "job.sbatch"], "argv": []}))
+    assert load_run(path).model == "example:llama-3.1-8b"

@@ -66,11 +66,12 @@ def installed(**versions: str | None) -> Any:
 CASES: list[tuple[str, dict[str, Any], dict[str, Any], str, Severity]] = [
     ("no sglang", {}, {"packages": pkgs(sglang=None)}, "host-sglang-missing", Severity.ERROR),
     (
+        # the launch fails at once, GPUs or not: an error even on a planning host
         "no sglang, no driver here",
         {},
         {"packages": pkgs(sglang=None), "driver_cuda": None, "gpu_count": None},
         "host-sglang-missing",
-        Severity.WARNING,
+        Severity.ERROR,
     ),
     ("no torch", {}, {"packages": pkgs(torch=None)}, "host-torch-missing", Severity.ERROR),
     (

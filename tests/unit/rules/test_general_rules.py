@@ -449,6 +449,11 @@ CASES = [
         E,
         "cannot contain a colon",
     ),
+    ("port-range", LLAMA, ["--port", "99999"], "H100x8", {}, E, "--port 99999 is not a TCP port"),
+    ("port-range", LLAMA, ["--port", "0"], "H100x8", {}, E, "the system picks"),
+    ("port-range", LLAMA, ["--port", "-1"], "H100x8", {}, E, "fails when it binds it"),
+    ("port-range", LLAMA, ["--port", "65535"], "H100x8", {}, None, ""),
+    ("port-range", LLAMA, ["--port", "1"], "H100x8", {}, None, ""),
     (
         "invalid-json-flag",
         LLAMA,

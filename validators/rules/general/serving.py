@@ -1,7 +1,8 @@
 """Serving checks from sglang's check_server_args (srt/arg_groups/validation_hook.py:172).
 
 check_server_args runs right after resolution, before any process starts, so
-these fail as fast as a resolution error.
+these fail as fast as a resolution error. `port-range` is sglaunch's own: sglang takes any
+integer for --port and fails only when it binds it.
 """
 
 from __future__ import annotations
@@ -69,6 +70,55 @@ def served_name(inp: CheckInput) -> Iterator[Finding]:
             ref=f"{VALIDATION}:215 (check_server_args)",
         )
 
+
+# the TCP ports a server can listen on (0 asks the system for any free one)
+PORTS = range(1, 65536)
+
+
+@rule(
+    "port-range",
+    summary="--port must be a TCP port from 1 to 65535",
+    mirrors="launch",
+    ref="srt/entrypoints/http_server.py (bind)",
+)
+def port_range(inp: CheckInput) -> Iterator[Finding]:
+    port = inp.value("port")
+    if not inp.is_set("port") or not isinstance(port, int) or isinstance(port, bool):
+        return
+    if port in PORTS:
+        return
+    yield Finding(
+        code="port-range",
+        severity=Severity.ERROR,
+        message=f"--port {port} is not a TCP port (1 to 65535): sglang accepts it, then "
+        + (
+            "the server listens on whatever port the system picks, which no client is told"
+            if port == 0
+            else "the server fails when it binds it"
+        ),
+        flags=("port",),
+        fixes=(Fix(label="Use the default --port 30000", unset=("port",)),),
+        ref="srt/entrypoints/http_server.py (bind); srt/server_args.py (PortArgs)",
+        detail="sglaunch's own check (sglang accepts this line): --port is a plain integer "
+        "while sglang resolves its arguments.",
+    )
+
+
+card(
+    "port-range",
+    "--port must be a TCP port from 1 to 65535",
+    what=(
+        "sglaunch's own check (sglang accepts this line): sglang reads --port as any integer and "
+        "only fails when a process binds it (Python's socket: 'port must be 0-65535'), after "
+        "start-up has begun; port 0 would listen on a port the system picks and nobody knows."
+    ),
+    when="A typo (99999 for 29999), or a port computed in a script that overflowed.",
+    solutions=("Use a port from 1 to 65535 that is free here (the default is 30000).",),
+    before="sglang serve --model-path X --port 99999",
+    after="sglang serve --model-path X --port 30000",
+    ref="sglang/srt/entrypoints/http_server.py",
+    stage="launch",
+)
 
 card(
     "chunked-prefill-page-size",

@@ -222,9 +222,10 @@ def packages(inp: HostInput) -> Iterator[Finding]:
         )
         return
     if pk.sglang is None:
+        # an error on any host: with no sglang the launch stops at once, GPUs or not
         yield _finding(
             "host-sglang-missing",
-            sev,
+            Severity.ERROR,
             f"{pk.python} has no sglang: the launch will fail at once",
             fixes=(_install(pk.python, "sglang"),),
         )
