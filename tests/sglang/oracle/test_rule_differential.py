@@ -60,6 +60,7 @@ CHECKABLE = frozenset({"parse", "config", "resolution"})
 LAUNCH_RULES = frozenset(
     {
         "parallel-gpus",
+        "port-range",
         "heads-divide-tp",
         "mem-fraction-range",
         "fa3-needs-sm80-sm90",
