@@ -225,6 +225,25 @@ class LaunchSession:
         self._nodes = nodes
         return self._changed()
 
+    def choose_nodes(self, nodes: int) -> Report:
+        """The topology chosen in an editor (the TUI's GPU dialog): the plan's nodes and the
+        line's --nnodes together, as a pasted line's --nnodes sets the nodes, so the checks
+        see what every node will run (a missing --dist-init-addr is then a finding). One
+        node drops --nnodes and --node-rank. Raises UserError for a count no deployment has."""
+        problems = check_nodes(nodes)
+        if problems:
+            raise UserError(f"--nodes: {problems[0][1]}")
+        self._nodes = nodes
+        if nodes > 1:
+            self._flags["nnodes"] = nodes
+            if self._flags.get("node_rank", 0) >= nodes:
+                self._flags.pop("node_rank", None)
+        else:
+            self._flags.pop("nnodes", None)
+            self._flags.pop("node_rank", None)
+        self.issues = [i for i in self.issues if i.dest not in ("nnodes", "node_rank")]
+        return self._changed()
+
     @property
     def profile_name(self) -> str | None:
         return self.profile.name if self.profile is not None else None

@@ -14,9 +14,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shlex
 import signal
 import time
 from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from textual import on, work
@@ -33,6 +35,7 @@ from sglaunch.memory.api import layouts
 from sglaunch.memory.assumptions import memory_facts
 from sglaunch.release import VersionSource, choose, parse_named
 from sglaunch.revalidate import profile_named_version, version_changes
+from sglaunch.safeio import shown
 from sglaunch.session import LaunchSession, inherited_env
 from sglaunch.tui import hangup
 from sglaunch.tui import messages as m
@@ -235,6 +238,17 @@ class SglaunchApp(App[int]):
             self.probe_gpus()
         if self.initial_profile:
             self.open_profile(self.initial_profile)
+            gpu_spec = self._session_args[0]
+            profile = self.session.profile
+            if gpu_spec and profile is not None:
+                # `--gpu` beats the profile's GPUs, as `--model` beats its model: a change
+                # to a profile that names its own; for one that names none (the GPUs found
+                # where it runs) the machine it is checked on, not an edit
+                self.session.choose_preset(gpu_spec)
+                if not profile.gpus.preset:
+                    self.session.mark_clean()
+                self.main.render_gpus(self.session)
+                self.refresh_views()
             if self.initial_model:  # `--model` beats the profile's model
                 self.load_model(self.initial_model)
         else:
@@ -704,8 +718,11 @@ class SglaunchApp(App[int]):
                     self.session.choose_preset(choice.preset)
                 elif choice is not None and choice.visible is not None:
                     self.session.choose_devices(choice.visible)
-                if pick.nodes != self.session.nodes:
-                    self.session.set_nodes(pick.nodes)
+                if pick.nodes != self.session.nodes or pick.nodes != self.session.flags.get(
+                    "nnodes", 1
+                ):
+                    # the line's --nnodes too, so the checks see what every node runs
+                    self.session.choose_nodes(pick.nodes)
             except UserError as exc:
                 self.notify(exc.message, severity="error")
                 return
@@ -721,6 +738,57 @@ class SglaunchApp(App[int]):
             ),
             done,
         )
+
+    def _export_name(self, what: str) -> str | None:
+        """The saved profile a multi-node export or engine launch is named after; None (and
+        why, in a toast) when this launch has none."""
+        name = self.session.profile_name
+        if name is None:
+            self.notify(
+                f"{what} is named after a saved profile: save this launch first (ctrl+s)",
+                severity="warning",
+                timeout=8,
+            )
+        return name
+
+    def action_export_nodes(self, fmt: str) -> None:
+        """Write a multi-node launch's export (`sglaunch profiles export NAME --format FMT`'s
+        exporter) as it is on screen, into the export folder."""
+        name = self._export_name("An export")
+        if name is None:
+            return
+        try:
+            profile = self.session.to_profile(name)
+        except UserError as exc:
+            self.notify(exc.message, title="Not exported", severity="error", timeout=8)
+            return
+        self._write_export(profile, fmt)
+
+    @work(thread=True, group="export")
+    def _write_export(self, profile: Profile, fmt: str) -> None:
+        from sglaunch.profiles.engines import export_nodes  # loads when an export is asked
+
+        try:
+            path = export_nodes(profile, fmt, self.c.export_dir or Path.cwd())
+        except UserError as exc:
+            self.notify(exc.message, title="Not exported", severity="error", timeout=8)
+            return
+        self.notify(f"wrote {shown(path)}", title="Exported", timeout=8)  # thread-safe
+
+    def action_engine_launch(self, target: str) -> None:
+        """Say the command that hands the saved profile to an engine (`--apply --target`):
+        the engine's submission runs there, with its own checks and output."""
+        name = self._export_name("A launch on an engine")
+        if name is None:
+            return
+        unsaved = (
+            " · save first (ctrl+s): the engine gets the saved profile, not unsaved edits"
+            if self.dirty
+            else ""
+        )
+        command = f"sglaunch --profile {shlex.quote(name)} --apply --target {target}"
+        self.copy_to_clipboard(command)
+        self.notify(f"{command}{unsaved}", title="Run this (copied)", timeout=12)
 
     def action_layouts(self) -> None:
         """The parallel layouts that fit these GPUs; picking one sets its sizes."""
@@ -915,4 +983,4 @@ class SglaunchApp(App[int]):
         for command in super().get_system_commands(screen):
             yield keys_command(self) if command.title == "Keys" else command
         if isinstance(screen, MainScreen):  # the editor's commands act on the editor
-            yield from editor_commands(self, self.verdict.findings)
+            yield from editor_commands(self, self.verdict.findings, nodes=self.session.nodes)

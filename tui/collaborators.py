@@ -39,6 +39,8 @@ class Collaborators:
     # read off the event loop: named release -> sglaunch.release.FlagFacts
     flag_facts: Callable[[str | None], FlagFacts] | None = None
     profile_dir: Path | None = None
+    # where the palette's multi-node exports are written; None: the current directory
+    export_dir: Path | None = None
     hf_cache_dirs: Sequence[Path] = field(default_factory=tuple)
     # the host before ctrl+l launches (sglaunch.host.host_findings); None: not checked
     host_check: Callable[[LaunchSession], list[Finding]] | None = None

@@ -27,9 +27,22 @@ class EditorActions(Protocol):
     def action_retry_oracle(self) -> None: ...
     def action_show_keys(self) -> None: ...
     def apply_fix(self, fix: Fix) -> None: ...
+    def action_export_nodes(self, fmt: str) -> None: ...
+    def action_engine_launch(self, target: str) -> None: ...
 
 
-def editor_commands(app: EditorActions, findings: Iterable[Finding]) -> Iterable[SystemCommand]:
+# a multi-node launch's exports: (format, what the palette calls it)
+NODE_EXPORTS = (
+    ("slurm", "Slurm (a batch script for sbatch)"),
+    ("lws", "LeaderWorkerSet (Kubernetes)"),
+    ("skypilot", "SkyPilot (a task file)"),
+    ("command", "per-node commands (a line per node)"),
+)
+
+
+def editor_commands(
+    app: EditorActions, findings: Iterable[Finding], *, nodes: int = 1
+) -> Iterable[SystemCommand]:
     entries: list[tuple[str, str, Callable[[], object]]] = [
         ("Search flags", "Find a flag by name or help text", app.action_search),
         ("Save profile", "Save this launch (ctrl+s); names it first", app.action_save_profile),
@@ -66,6 +79,18 @@ def editor_commands(app: EditorActions, findings: Iterable[Finding]) -> Iterable
     ]
     for title, help_text, action in entries:
         yield SystemCommand(title, help_text, action)
+    if nodes > 1:  # one server across machines: an engine runs it
+        for fmt, what in NODE_EXPORTS:
+            yield SystemCommand(
+                f"Export for {what.split(' (')[0]}",
+                f"Write {what} as `sglaunch profiles export --format {fmt}` does",
+                lambda fmt=fmt: app.action_export_nodes(fmt),
+            )
+        yield SystemCommand(
+            "Launch on Slurm…",
+            "The command that submits this profile to Slurm (--apply --target slurm)",
+            lambda: app.action_engine_launch("slurm"),
+        )
     for f in findings:
         if f.fixes:
             fix = f.fixes[0]

@@ -158,7 +158,10 @@ class GpuFacts:
         names: dict[str, int] = {}
         for d in self.devices:
             names[d.name] = names.get(d.name, 0) + 1
-        node = ", ".join(f"{n}× {name}" for name, n in names.items())
+        return self.across_nodes(", ".join(f"{n}× {name}" for name, n in names.items()))
+
+    def across_nodes(self, node: str) -> str:
+        """`node` (one node's GPUs, as written) on this many machines: '2 nodes × 8× H100'."""
         return f"{self.nodes} nodes × {node}" if self.nodes > 1 else node
 
     def on_nodes(self, nodes: int) -> GpuFacts:

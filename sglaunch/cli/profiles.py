@@ -22,7 +22,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from sglaunch.atomic import atomic_write
 from sglaunch.cli.args import Parser
 from sglaunch.cli.render import Painter
 from sglaunch.errors import UserError
@@ -31,13 +30,12 @@ from sglaunch.facts.model import ModelNotCached, not_cached_note, resolve_model_
 from sglaunch.profiles.argvform import Imported
 from sglaunch.profiles.command import import_text, looks_like_launch, to_command, to_script
 from sglaunch.profiles.diff import diff
+from sglaunch.profiles.engines import ENGINE_FORMATS, engine_export, write_export
 from sglaunch.profiles.launch import sglang_argv
-from sglaunch.profiles.lws import DEFAULT_IMAGE, to_lws
+from sglaunch.profiles.lws import DEFAULT_IMAGE
 from sglaunch.profiles.nodes import check_python, node_lines
 from sglaunch.profiles.profile import Profile, validate_name
 from sglaunch.profiles.sglang_yaml import is_sglang_config, to_yaml
-from sglaunch.profiles.skypilot import to_skypilot
-from sglaunch.profiles.slurm import to_sbatch
 from sglaunch.profiles.store import ProfileStore
 from sglaunch.profiles.tomlform import profile_from_toml
 from sglaunch.safeio import (
@@ -51,8 +49,6 @@ from sglaunch.safeio import (
 )
 
 FORMATS = ("yaml", "command", "script", "slurm", "lws", "skypilot")
-# formats that run one server across several nodes through an engine
-ENGINE_FORMATS = ("slurm", "lws", "skypilot")
 # a file name never holds a newline, and no path is longer than PATH_MAX
 _MAX_ARG_PATH = 4096
 _NOT_A_PROFILE = (
@@ -332,39 +328,9 @@ def _export(
     if output is None:
         out.write(text)
         return int(ExitCode.OK)
-    path = Path(output).expanduser()
-    try:
-        executable = fmt in ("script", "slurm")
-        atomic_write(path, text.encode("utf-8"), mode=0o755 if executable else None)
-    except InputError as exc:
-        raise UserError(f"-o {exc.message}") from None
-    except OSError as exc:
-        raise UserError(f"cannot write {shown(path)}: {exc.strerror or exc}") from None
+    path = write_export(Path(output), text, fmt)
     print(f"wrote {shown(path)}", file=err)
     return int(ExitCode.OK)
-
-
-def engine_export(
-    profile: Profile,
-    fmt: str,
-    *,
-    rank: int | None = None,
-    image: str | None = None,
-    python: str | None = None,
-) -> str:
-    """The text of a per-node or engine export; UserError (one line) when it cannot be."""
-    if fmt == "command":
-        if profile.nodes < 2:
-            raise UserError(
-                f"--node-rank picks one node's line, and profile '{profile.name}' has nodes = 1: "
-                "drop --node-rank, or set `nodes = 2` (or more) in the profile"
-            )
-        return "\n".join(node_lines(profile, rank=rank, python=python)) + "\n"
-    if fmt == "slurm":
-        return to_sbatch(profile, python=python)
-    if fmt == "lws":
-        return to_lws(profile, image=image or DEFAULT_IMAGE, python=python)
-    return to_skypilot(profile, python=python)
 
 
 def _read_source(source: str, stdin: TextIO) -> tuple[str, str, Path | None, bool | None]:

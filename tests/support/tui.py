@@ -28,6 +28,7 @@ def make_app(
     server_factory: object | None = None,
     profile: str | None = None,
     profile_dir: object | None = None,
+    export_dir: object | None = None,
 ) -> SglaunchApp:
     nvml = nvml or FakeNvml(
         [], init_error=NVMLError_LibraryNotFound("NVML Shared Library Not Found")
@@ -39,6 +40,7 @@ def make_app(
         flag_facts=flag_facts,  # type: ignore[arg-type]
         server_factory=server_factory,
         profile_dir=profile_dir,
+        export_dir=export_dir,
     )
     app = SglaunchApp(
         schema=bundled_schema(),

@@ -48,7 +48,7 @@ class GpuPanel(Static):
             if d is not None:
                 lines.append(
                     Text.assemble(
-                        (f"{gpu.count}× {short_name(d.name)}", "bold"),
+                        (gpu.across_nodes(f"{gpu.count}× {short_name(d.name)}"), "bold"),
                         (
                             f"\n{d.arch} {d.sm} · {gib(d.memory_total)} GiB each · "
                             + (
@@ -63,6 +63,8 @@ class GpuPanel(Static):
             self.update(RichGroup(*lines))
             return
         archs = sorted({f"{d.arch} {d.sm}" for d in gpu.devices})
+        if gpu.nodes > 1:  # the GPUs below are one node's, every node alike
+            lines.append(Text(short_name(gpu.describe()), style="bold"))
         lines.append(
             Text(
                 f"{' / '.join(archs)} · driver {gpu.driver_version} · CUDA {gpu.cuda_version}",

@@ -197,6 +197,22 @@ async def test_model_flag_beats_the_profile_model(tmp_path: Path) -> None:
         assert app.dirty  # a different model than the profile holds
 
 
+async def test_gpu_flag_beats_the_profile_gpus(tmp_path: Path) -> None:
+    from sglaunch.profiles import GpuSelection
+
+    ProfileStore(tmp_path).save(
+        Profile(name="p", model="example:minicpm-sala", gpus=GpuSelection(preset="H100x8"))
+    )
+    app = make_app(gpu_spec="B200x1", model=None, profile="p", profile_dir=tmp_path)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(app, pilot)
+        assert app.session.profile_name == "p"
+        assert app.session.gpu_choice.preset == "B200x1"
+        assert app.session.gpu.count == 1 and "B200" in app.session.gpu.describe()
+        assert "planning B200x1" in plain(app.screen.query_one("#gpu-panel"))
+        assert app.dirty  # other GPUs than the profile holds
+
+
 def test_build_app_opens_the_profile_named_on_the_command_line() -> None:
     from sglaunch.tui.launch import build_app
 

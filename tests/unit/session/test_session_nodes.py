@@ -95,3 +95,17 @@ def test_the_other_rank_is_a_worker_for_the_head_and_the_head_for_a_worker() -> 
     worker = session([*LINE, "--nnodes", "2", "--node-rank", "1"])
     assert worker.other_rank() == 0
     assert worker.rank_argv(0)[worker.rank_argv(0).index("--node-rank") + 1] == "0"
+
+
+def test_nodes_chosen_in_an_editor_are_the_lines_nnodes() -> None:
+    s = session(["--model-path", "m", "--tp", "16"])
+    s.choose_nodes(2)
+    assert s.nodes == 2 and s.flags["nnodes"] == 2
+    codes = {f.code for f in s.report.findings}
+    # what `sglaunch check -- --tp 16 --nnodes 2` says of the line, not a mismatch
+    assert "dist-init-addr-missing" in codes and "nodes-mismatch" not in codes
+    s.set_flag("node_rank", 1)
+    s.choose_nodes(1)
+    assert s.nodes == 1 and "nnodes" not in s.flags and "node_rank" not in s.flags
+    with pytest.raises(UserError, match="--nodes"):
+        s.choose_nodes(0)
