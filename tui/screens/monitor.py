@@ -21,6 +21,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Log, ProgressBar, Sparkline, Static
 
@@ -225,6 +226,14 @@ class MonitorScreen(Screen[None]):
         self.state = state
         if not self.is_mounted:
             return
+        try:
+            self._draw_event(ev)
+        except NoMatches:
+            # a report that lands while the screen is taken down (the app quitting: its
+            # widgets already gone) has nothing left to draw on
+            return
+
+    def _draw_event(self, ev: MonitorEvent) -> None:
         if ev.kind in (
             EventKind.PHASE,
             EventKind.PROGRESS,
