@@ -123,6 +123,13 @@ class Snapshot:
     nodes: int = 1
 
 
+def _refuse_bad_nodes(nodes: int) -> None:
+    """UserError for a node count no deployment has."""
+    problems = check_nodes(nodes)
+    if problems:
+        raise UserError(f"--nodes: {problems[0][1]}")
+
+
 class LaunchSession:
     """One launch being edited. Read the state through properties; change it through methods."""
 
@@ -219,9 +226,7 @@ class LaunchSession:
         """Plan for `nodes` machines, each with these GPUs (None: as the line's --nnodes says).
         Raises UserError for a count no deployment has."""
         if nodes is not None:
-            problems = check_nodes(nodes)
-            if problems:
-                raise UserError(f"--nodes: {problems[0][1]}")
+            _refuse_bad_nodes(nodes)
         self._nodes = nodes
         return self._changed()
 
@@ -230,9 +235,7 @@ class LaunchSession:
         line's --nnodes together, as a pasted line's --nnodes sets the nodes, so the checks
         see what every node will run (a missing --dist-init-addr is then a finding). One
         node drops --nnodes and --node-rank. Raises UserError for a count no deployment has."""
-        problems = check_nodes(nodes)
-        if problems:
-            raise UserError(f"--nodes: {problems[0][1]}")
+        _refuse_bad_nodes(nodes)
         self._nodes = nodes
         if nodes > 1:
             self._flags["nnodes"] = nodes
