@@ -152,6 +152,9 @@ class StartupTracker:
         self._last_stats_emit = -1e18
         self._gpu_total_gb: float | None = None
         self._graph_what = ""
+        # the log's own "ready to roll" line: the lines before it are the start-up's, even
+        # those read after HTTP showed the server ready (a slow reader on a busy machine)
+        self._log_said_ready = False
 
     # --- facts for the fixes ----------------------------------------------------------
 
@@ -290,7 +293,7 @@ class StartupTracker:
         if isinstance(ev, DecodeBatch | PrefillBatch):
             self._batch(ev, ready, now, out)
         elif isinstance(ev, Access):
-            if not ready and ev.path.startswith("/generate"):
+            if not self._log_said_ready and ev.path.startswith("/generate"):
                 self._advance(Phase.WARMUP, now, out)
         elif isinstance(ev, ServerArgs):
             self._resolved_log = parse_server_args(ev.text)
@@ -310,6 +313,7 @@ class StartupTracker:
         elif isinstance(ev, ServerUp):
             self._advance(Phase.SERVER_UP, now, out, ev.url or "")
         elif isinstance(ev, Ready):
+            self._log_said_ready = True
             self._mark_ready("log", now, out)
         elif isinstance(ev, HealthFailed):
             self._unhealthy(strip_prefix(line), now, out)
@@ -322,7 +326,7 @@ class StartupTracker:
     ) -> None:
         st = self.state
         if (
-            not ready
+            not self._log_said_ready
             and isinstance(ev, PrefillBatch)
             and st.phase is not None
             and st.phase.order >= Phase.SERVER_UP.order

@@ -100,6 +100,26 @@ def test_http_ready_before_the_log_says_it_counts_once() -> None:
     assert not [e for e in feed(tracker, TRANSCRIPT[-1:]) if e.kind is EventKind.READY]
 
 
+def test_the_warmup_read_after_http_said_ready_still_counts_as_a_phase() -> None:
+    # a busy machine: the poller sees the server ready before the reader reaches the
+    # warmup's /generate line, which sglang logged before its "ready to roll"
+    tracker = started()
+    feed(tracker, TRANSCRIPT[:14])
+    tracker.http_ready(120.0)
+    events = feed(tracker, TRANSCRIPT[14:])
+    st = tracker.state
+    assert st.phases == tuple(Phase)  # every phase, in order
+    assert st.phase is Phase.READY
+    assert not [e for e in events if e.kind is EventKind.PHASE]  # nothing said after ready
+
+
+def test_requests_after_the_log_said_ready_are_traffic_not_warmup() -> None:
+    tracker = started()
+    feed(tracker, [m for m in TRANSCRIPT if "POST /generate" not in m])
+    feed(tracker, ['INFO:     127.0.0.1:4242 - "POST /generate HTTP/1.1" 200 OK'])
+    assert Phase.WARMUP not in tracker.state.phases
+
+
 def test_unhealthy_after_ready_and_back() -> None:
     tracker = started()
     feed(tracker, TRANSCRIPT)
