@@ -25,9 +25,10 @@ import time
 
 CHILD = r"""
 import json, sys, time
-from sglaunch.tui.launch import build_app
+from sglaunch.tui.launch import build_app, pause_collection
 
-app = build_app(gpu=None, with_oracle=True)
+resume = pause_collection()  # as `sglaunch` (run_tui) starts the app
+app = build_app(gpu=None, with_oracle=True, on_first_frame=resume)
 
 async def ready(pilot):
     while app.first_frame_at is None:  # set after the first frame that shows the editor

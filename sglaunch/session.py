@@ -31,14 +31,7 @@ from sglaunch.facts.model import (
     source_for_path,
 )
 from sglaunch.facts.presets import DEFAULT_PLANNING, parse_gpu_spec
-from sglaunch.flags.argv import (
-    FlagTypeError,
-    check_choice,
-    convert,
-    format_value,
-    parse_argv,
-    to_argv,
-)
+from sglaunch.flags.argv import parse_argv, to_argv
 from sglaunch.flags.launchline import LaunchLine
 from sglaunch.flags.schema import FlagSchema, FlagSpec
 from sglaunch.profiles.profile import (
@@ -84,10 +77,6 @@ INHERITED_ENV_PREFIXES = ("SGLANG_", "SGL_")
 def inherited_env(environ: Mapping[str, str]) -> dict[str, str]:
     """The shell's variables that change what sglang does: the server inherits them."""
     return {k: v for k, v in environ.items() if k.startswith(INHERITED_ENV_PREFIXES)}
-
-
-class FlagValueError(ValueError):
-    """A value typed into the editor that sglang's parser would reject; the message is argparse's."""
 
 
 @dataclass(frozen=True)
@@ -764,35 +753,6 @@ class LaunchSession:
             driver=gpu.driver_version,
             tp_size=plan.knobs.tp,
         )
-
-
-def parse_value(spec: FlagSpec, text: str) -> Any:
-    """Editor text to a typed value, exactly as sglang's parser would convert it."""
-    if spec.is_bool:
-        low = text.lower()
-        if low in ("true", "1", "yes", "on"):
-            return True
-        if low in ("false", "0", "no", "off"):
-            return False
-        raise FlagValueError(f"argument {spec.argparse_name}: expected on or off, got {text!r}")
-    raw_values = shlex.split(text) if spec.is_list else [text]
-    values = []
-    for raw in raw_values:
-        try:
-            value = convert(spec, raw)
-        except FlagTypeError as e:
-            raise FlagValueError(f"argument {spec.argparse_name}: {e.message}") from None
-        problem = check_choice(spec, value)
-        if problem:
-            raise FlagValueError(f"argument {spec.argparse_name}: {problem}")
-        values.append(value)
-    return values if spec.is_list else values[0]
-
-
-def display_value(value: Any) -> str:
-    if isinstance(value, list):
-        return " ".join(shlex.quote(format_value(v)) for v in value)
-    return format_value(value)
 
 
 def _pairs(words: list[str]) -> list[str]:

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import shlex
 import signal
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,36 +29,30 @@ from textual.screen import Screen
 from textual.timer import Timer
 
 from sglaunch.errors import UserError
-from sglaunch.facts.model import ModelNotCached, hf_cached_repos
-from sglaunch.flags.launchline import LaunchLine
 from sglaunch.flags.schema import FlagSchema, bundled_schema
-from sglaunch.memory.api import layouts
-from sglaunch.memory.assumptions import memory_facts
-from sglaunch.release import VersionSource, choose, parse_named
-from sglaunch.revalidate import profile_named_version, version_changes
-from sglaunch.safeio import shown
-from sglaunch.session import LaunchSession, inherited_env
 from sglaunch.tui import hangup
 from sglaunch.tui import messages as m
-from sglaunch.tui.collaborators import Collaborators
 from sglaunch.tui.palette import editor_commands, keys_command
-from sglaunch.tui.profile_flow import ProfileFlow
 from sglaunch.tui.screens.help import HelpScreen
 from sglaunch.tui.screens.main import PANELS, MainScreen, blocked_reason, subtitle_text, title_text
 from sglaunch.tui.server import ServerControl
 from sglaunch.tui.widgets.findings import FindingsPanel
 from sglaunch.tui.widgets.flag_editor import FlagEditor
-from sglaunch.validators.facts import GpuMode
 from sglaunch.validators.findings import Finding, Fix, Severity
 from sglaunch.validators.release_spans import semantics
-from sglaunch.verdict import OracleRequest, Phase, TwoTier, Verdict
 
 if TYPE_CHECKING:
+    from sglaunch.flags.launchline import LaunchLine
     from sglaunch.profiles import Profile, ProfileStore
     from sglaunch.program import LaunchPython
+    from sglaunch.release import ActiveVersion
     from sglaunch.runtime.attach_target import AttachTarget
+    from sglaunch.session import LaunchSession
+    from sglaunch.tui.collaborators import Collaborators
+    from sglaunch.tui.profile_flow import ProfileFlow
     from sglaunch.tui.screens.dialogs import GpuPick
     from sglaunch.validators.memory.plan import MemoryPlan
+    from sglaunch.verdict import OracleRequest, TwoTier, Verdict
 
 RETRY_EVERY_S = 30.0  # looking for sglang again on focus, at most this often
 # a flag that runs code from the model folder: any change to it is said out loud
@@ -119,6 +114,7 @@ class SglaunchApp(App[int]):
         profile: str | None = None,
         sglang_version: str | None = None,
         attach: AttachTarget | None = None,
+        on_first_frame: Callable[[], None] | None = None,
     ) -> None:
         super().__init__()
         self.schema = schema
@@ -127,11 +123,10 @@ class SglaunchApp(App[int]):
         self.initial_profile = profile
         self.initial_model = model
         self.attach = attach  # a running server to watch (sglaunch attach), not to own
+        self._on_first_frame = on_first_frame  # the launcher's: garbage collection back on
         # the release the checks are for: named or the newest until the installed one answers
-        self.named_version = parse_named(sglang_version)
-        self.active = choose(None, self.named_version)
+        self._sglang_version = sglang_version  # the release named, read at first use
         self.probing = not gpu_spec
-        self.tiers = TwoTier(collaborators.oracle)
         # the session is made on first use, which is after the first frame: its first
         # verdict imports every rule module, and that frame draws none of it
         self._session_args = (gpu_spec, argv, env)
@@ -140,7 +135,6 @@ class SglaunchApp(App[int]):
         self.server = ServerControl(
             self, collaborators.server_factory, on_measured=self.read_memory_facts
         )
-        self.profile_flow = ProfileFlow(self)
         self.preview_mode = "command"
         self._oracle_timer: Timer | None = None
         # timings read by bench/startup.py
@@ -170,7 +164,39 @@ class SglaunchApp(App[int]):
     def verdict(self, value: Verdict) -> None:
         self._verdict = value
 
+    @functools.cached_property
+    def named_version(self) -> str | None:
+        """The release named on the command line (`--sglang-version`), if any."""
+        from sglaunch.release import parse_named  # the release modules load after the frame
+
+        return parse_named(self._sglang_version)
+
+    @functools.cached_property
+    def active(self) -> ActiveVersion:
+        """The release the checks are for: the one named, else the newest until the
+        installed one answers."""
+        from sglaunch.release import choose
+
+        return choose(None, self.named_version)
+
+    @functools.cached_property
+    def tiers(self) -> TwoTier:
+        """Both tiers of the verdict: the rules here, sglang's own through the oracle."""
+        from sglaunch.verdict import TwoTier  # made with the first check, after the first frame
+
+        return TwoTier(self.c.oracle)
+
+    @functools.cached_property
+    def profile_flow(self) -> ProfileFlow:
+        """Opening, saving and recovering profiles (made at first use, after the first frame)."""
+        from sglaunch.tui.profile_flow import ProfileFlow  # the profiles modules, then
+
+        return ProfileFlow(self)
+
     def _make_session(self) -> LaunchSession:
+        # after the first frame: the session's modules (model, profiles, launch) load here
+        from sglaunch.session import LaunchSession, inherited_env
+
         gpu_spec, argv, env = self._session_args
         session = LaunchSession(
             self.schema,
@@ -233,6 +259,8 @@ class SglaunchApp(App[int]):
     def _start(self) -> None:
         self.first_frame_at = time.time()
         self.first_frame_cpu = time.process_time()
+        if self._on_first_frame is not None:
+            self._on_first_frame()
         self.main.render_gpus(self.session, probing=self.probing)
         if self.probing:
             self.probe_gpus()
@@ -272,7 +300,8 @@ class SglaunchApp(App[int]):
         self.profile_flow.report_recovered()  # App.notify is thread-safe
 
     def on_unmount(self) -> None:
-        self.tiers.close()
+        if "tiers" in vars(self):  # made: an app that ended before its first check has none
+            self.tiers.close()
 
     @property
     def main(self) -> MainScreen:
@@ -283,6 +312,8 @@ class SglaunchApp(App[int]):
 
     @work(thread=True, exclusive=True, group="gpus")
     def probe_gpus(self) -> None:
+        from sglaunch.memory.assumptions import memory_facts  # in the worker, after the frame
+
         gpu = self.c.gpu_probe()
         # the start-up cost measured on these GPUs before (a small file): read it here too
         self.post_message(m.GpusProbed(gpu, memory_facts(gpu)))
@@ -305,6 +336,8 @@ class SglaunchApp(App[int]):
 
     @work(thread=True, exclusive=True, group="model")
     def _read_model(self, source: str, version: str | None) -> None:
+        from sglaunch.facts.model import ModelNotCached  # in the worker, after the first frame
+
         started = time.perf_counter()
         try:
             # the release decides which model types need remote code, as for check
@@ -341,6 +374,8 @@ class SglaunchApp(App[int]):
     @work(thread=True, exclusive=True, group="hf-cache")
     def list_cached_models(self) -> None:
         # the cache can be large or on a network disk: list it off the event loop
+        from sglaunch.facts.model import hf_cached_repos  # in the worker, after the frame
+
         self.post_message(m.CachedModelsListed(hf_cached_repos(self.c.hf_cache_dirs)))
 
     # --- messages ---------------------------------------------------------------------
@@ -366,8 +401,12 @@ class SglaunchApp(App[int]):
 
     def profile_opened(self, profile: Profile) -> None:
         """A profile is the launch now: check for the release it names, unless one is known."""
+        from sglaunch.revalidate import profile_named_version  # with the profiles, after the frame
+
         validated = profile.validated
         self._validated_with = validated.sglang_version if validated is not None else None
+        from sglaunch.release import VersionSource, choose
+
         named = self.named_version or profile_named_version(validated)
         if self.active.source is not VersionSource.INSTALLED and named != self.active.version:
             self.active = choose(None, named)
@@ -375,6 +414,8 @@ class SglaunchApp(App[int]):
 
     def _say_version_changes(self) -> None:
         """Once the profile's model is read: what differs from the release it was validated with."""
+        from sglaunch.revalidate import version_changes  # with the profiles, after the frame
+
         old, self._validated_with = self._validated_with, None
         s = self.session
         change = version_changes(
@@ -400,6 +441,8 @@ class SglaunchApp(App[int]):
 
     @on(m.FlagFactsLoaded)
     def _flag_facts_loaded(self, message: m.FlagFactsLoaded) -> None:
+        from sglaunch.release import VersionSource  # loaded by then: the facts are its
+
         facts = message.facts
         kept = self.active.source is VersionSource.NAMED and facts.active.source is not (
             VersionSource.INSTALLED
@@ -586,6 +629,8 @@ class SglaunchApp(App[int]):
 
     def launch_interpreter(self) -> LaunchPython:
         """Which Python runs the server; its sglang is the installed one the checks used."""
+        from sglaunch.release import VersionSource  # loaded by then, with the session
+
         installed = self.active.version if self.active.source is VersionSource.INSTALLED else None
         return self.session.launch_interpreter(installed)
 
@@ -677,6 +722,8 @@ class SglaunchApp(App[int]):
         # back from another terminal (where `sglaunch oracle setup` ran, say): look again,
         # at most every RETRY_EVERY_S: a broken install costs seconds of imports per try
         now = time.monotonic()
+        from sglaunch.verdict import Phase  # loaded with the first check
+
         if self.tiers.phase is Phase.UNAVAILABLE and now - self._retried_at >= RETRY_EVERY_S:
             self._retried_at = now
             self.action_retry_oracle()
@@ -767,6 +814,7 @@ class SglaunchApp(App[int]):
     @work(thread=True, group="export")
     def _write_export(self, profile: Profile, fmt: str) -> None:
         from sglaunch.profiles.engines import export_nodes  # loads when an export is asked
+        from sglaunch.safeio import shown
 
         try:
             path = export_nodes(profile, fmt, self.c.export_dir or Path.cwd())
@@ -795,6 +843,7 @@ class SglaunchApp(App[int]):
         if self.session.model is None:
             self.notify("open a model first (ctrl+o)", severity="warning")
             return
+        from sglaunch.memory.api import layouts
         from sglaunch.tui.screens.layouts import LayoutsScreen, layout_applied  # loads when opened
 
         plan = self.memory_plan()
@@ -859,6 +908,8 @@ class SglaunchApp(App[int]):
         warnings = [f for f in self.verdict.findings if f.severity is Severity.WARNING]
         warnings += [f for f in host if f.severity is Severity.WARNING]
         lines = [f"! {w.message}" for w in warnings[:5]]
+        from sglaunch.validators.facts import GpuMode  # loaded by then, with the session
+
         if self.session.gpu.mode is GpuMode.PLANNING:
             # the checks were for a preset, not for GPUs sglang will find on this machine
             lines.insert(
@@ -902,6 +953,8 @@ class SglaunchApp(App[int]):
 
     @work(thread=True, exclusive=True, group="memory-facts")
     def read_memory_facts(self) -> None:
+        from sglaunch.memory.assumptions import memory_facts  # in the worker
+
         self.post_message(m.MemoryFactsRead(memory_facts(self.session.gpu)))
 
     @on(m.MemoryFactsRead)

@@ -9,14 +9,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from sglaunch.release import FlagFacts
-from sglaunch.session import LaunchSession
-from sglaunch.tui.server import ServerFactory
-from sglaunch.validators.facts import GpuFacts, ModelFacts
-from sglaunch.validators.findings import Finding
-from sglaunch.verdict import OracleClient
+if TYPE_CHECKING:
+    from sglaunch.release import FlagFacts
+    from sglaunch.session import LaunchSession
+    from sglaunch.tui.server import ServerFactory
+    from sglaunch.validators.facts import GpuFacts, ModelFacts
+    from sglaunch.validators.findings import Finding
+    from sglaunch.verdict import OracleClient
 
 
 class ModelLoader(Protocol):

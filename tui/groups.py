@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from sglaunch.flags.schema import FlagSchema, FlagSpec
+if TYPE_CHECKING:
+    from sglaunch.flags.schema import FlagSchema, FlagSpec
 
 # The flags people set most, in the order a launch is usually thought through.
 COMMON_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (

@@ -2,25 +2,26 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from sglaunch.errors import UserError
 from sglaunch.examples import DEFAULT_EXAMPLE
 from sglaunch.exitcodes import ExitCode
-from sglaunch.facts import gpu as gpu_facts
-from sglaunch.facts.model import hf_cache_dirs, load_model_facts
+from sglaunch.facts.hf_cache import hf_cache_dirs
 from sglaunch.flags.schema import bundled_schema
 from sglaunch.oracle.interpreter import find_sglang_python
-from sglaunch.profiles import ProfileStore
-from sglaunch.release import load_flag_facts, parse_named
 
 if TYPE_CHECKING:
+    from sglaunch.release import FlagFacts
     from sglaunch.runtime import LaunchSpec, Monitor
     from sglaunch.runtime.attach_target import AttachTarget
     from sglaunch.session import LaunchSession
     from sglaunch.tui.app import SglaunchApp
+    from sglaunch.validators.facts import GpuFacts, ModelFacts
     from sglaunch.validators.findings import Finding
 
 
@@ -34,20 +35,29 @@ def run_tui(
     attach: AttachTarget | None = None,
     no_oracle_service: bool = False,
 ) -> int:
+    from sglaunch.release import parse_named
+
     parse_named(sglang_version)  # a release sglaunch has no rules for is a one-line error now
     if profile is not None:
+        from sglaunch.profiles import ProfileStore  # only to open one
+
         ProfileStore(None).load(profile)  # a missing or broken profile is a one-line error now
     need_terminal()
-    app = build_app(
-        model=model,
-        profile=profile,
-        gpu=gpu,
-        sglang_python=sglang_python,
-        sglang_version=sglang_version,
-        attach=attach,
-        no_oracle_service=no_oracle_service,
-    )
-    result = app.run()
+    resume = pause_collection()
+    try:
+        app = build_app(
+            model=model,
+            profile=profile,
+            gpu=gpu,
+            sglang_python=sglang_python,
+            sglang_version=sglang_version,
+            attach=attach,
+            no_oracle_service=no_oracle_service,
+            on_first_frame=resume,
+        )
+        result = app.run()
+    finally:
+        resume()  # an app that ended before its first frame
     if app.return_code:  # an unhandled exception stopped the app; Textual printed it
         return int(app.return_code)
     return int(result if isinstance(result, int) else ExitCode.OK)
@@ -68,6 +78,25 @@ def need_terminal() -> None:
             )
 
 
+def pause_collection() -> Callable[[], None]:
+    """Cyclic garbage collection off while the TUI starts; call the result to turn it on.
+
+    The start-up makes a few hundred thousand objects (Textual's and sglaunch's modules, the
+    widgets, the flag schema) that live as long as the app: a collection before the first
+    frame only walks them, ~12% of that frame's CPU (bench/startup.py). Turned back on once,
+    with them frozen, so that later collections skip them too.
+    """
+    was_on = gc.isenabled()
+    gc.disable()
+
+    def resume() -> None:
+        if was_on and not gc.isenabled():
+            gc.freeze()
+            gc.enable()
+
+    return resume
+
+
 def build_app(
     *,
     model: str | None = None,
@@ -78,14 +107,15 @@ def build_app(
     sglang_version: str | None = None,
     attach: AttachTarget | None = None,
     no_oracle_service: bool = False,
+    on_first_frame: Callable[[], None] | None = None,
 ) -> SglaunchApp:
     # heavy: textual, only after the terminal check above
     from sglaunch.tui.app import SglaunchApp
     from sglaunch.tui.collaborators import Collaborators  # heavy: textual, as above
 
     collab = Collaborators(
-        gpu_probe=gpu_facts.probe_gpus,
-        model_loader=load_model_facts,
+        gpu_probe=_probe_gpus,
+        model_loader=_load_model_facts,
         hf_cache_dirs=tuple(hf_cache_dirs(os.environ)),
     )
     try:
@@ -96,7 +126,7 @@ def build_app(
 
         # the shared, warm service (one per user and interpreter) unless told otherwise
         collab.oracle = connect(sglang_python, use_service=not no_oracle_service)
-        collab.flag_facts = lambda named: load_flag_facts(sglang_python, named)
+        collab.flag_facts = lambda named: _flag_facts(sglang_python, named)
     except ImportError:
         pass
 
@@ -116,8 +146,30 @@ def build_app(
         profile=profile,
         sglang_version=sglang_version,
         attach=attach,
+        on_first_frame=on_first_frame,
     )
     return app
+
+
+# NVML's and the model's readers load in the workers that call them, after the first frame
+
+
+def _flag_facts(sglang_python: str | None, named: str | None) -> FlagFacts:
+    from sglaunch.release import load_flag_facts
+
+    return load_flag_facts(sglang_python, named)
+
+
+def _probe_gpus() -> GpuFacts:
+    from sglaunch.facts.gpu import probe_gpus
+
+    return probe_gpus()
+
+
+def _load_model_facts(source: str, *, sglang_version: str | None = None) -> ModelFacts:
+    from sglaunch.facts.model import load_model_facts
+
+    return load_model_facts(source, sglang_version=sglang_version)
 
 
 def _monitor(spec: LaunchSpec) -> Monitor:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from textual.app import SystemCommand
 
-from sglaunch.validators.findings import Finding, Fix
+if TYPE_CHECKING:
+    from sglaunch.validators.findings import Finding, Fix
 
 
 class EditorActions(Protocol):

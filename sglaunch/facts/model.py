@@ -9,14 +9,13 @@ semantics applied where sglang defines the type.
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sglaunch import SGLANG_VERSION
 from sglaunch.errors import UserError
@@ -28,6 +27,7 @@ from sglaunch.facts.config_limits import (
     in_snapshots,
     snapshot_in_repo,
 )
+from sglaunch.facts.hf_cache import hf_cache_dirs
 from sglaunch.memory.model_inputs import with_memory_shapes, with_weight_breakdown
 from sglaunch.memory.weights import weight_bytes
 from sglaunch.model_types import (
@@ -38,6 +38,9 @@ from sglaunch.model_types import (
 )
 from sglaunch.safeio import kind_of, parse_json, path_stat, read_text, shown
 from sglaunch.validators.facts import ModelFacts
+
+if TYPE_CHECKING:
+    import logging
 
 # A config.json is a few KB; anything this large is not one.
 MAX_CONFIG_BYTES = 8 * 1024 * 1024
@@ -126,17 +129,6 @@ def _transformers_version(version: str | None = None) -> str:
 
 
 # --- finding the config ----------------------------------------------------------
-
-
-def hf_cache_dirs(env: Mapping[str, str]) -> list[Path]:
-    dirs = []
-    if env.get("HF_HUB_CACHE"):
-        dirs.append(Path(env["HF_HUB_CACHE"]))
-    if env.get("HF_HOME"):
-        dirs.append(Path(env["HF_HOME"]) / "hub")
-    xdg = env.get("XDG_CACHE_HOME")
-    dirs.append((Path(xdg) if xdg else Path.home() / ".cache") / "huggingface" / "hub")
-    return dirs
 
 
 def hf_cached_repos(cache_dirs: Iterable[Path]) -> list[str]:
@@ -436,9 +428,11 @@ def facts_from_config(
 # --- loading ------------------------------------------------------------------------
 
 
-class _ErrorsOnly(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.levelno >= logging.ERROR
+def _errors_only(record: logging.LogRecord) -> bool:
+    """transformers' root logger's filter: ERROR and above pass."""
+    import logging  # imported by then (`_quiet_transformers`)
+
+    return record.levelno >= logging.ERROR
 
 
 def _quiet_transformers() -> None:
@@ -447,9 +441,11 @@ def _quiet_transformers() -> None:
     Its import warns before its logging API exists ("PyTorch was not found"), on
     its root logger: a filter there stops that; set_verbosity_error does the rest.
     """
+    import logging  # only with transformers: its import costs a check ~3-6 ms
+
     root = logging.getLogger("transformers")
-    if not any(isinstance(f, _ErrorsOnly) for f in root.filters):
-        root.addFilter(_ErrorsOnly())
+    if _errors_only not in root.filters:
+        root.addFilter(_errors_only)
     from transformers.utils import logging as transformers_logging  # heavy: transformers (~1.5 s)
 
     transformers_logging.set_verbosity_error()

@@ -25,7 +25,8 @@ from types import MappingProxyType
 from typing import Any
 
 from sglaunch.errors import UserError
-from sglaunch.facts.model import ModelNotCached, hf_cache_dirs, resolve_model_dir
+from sglaunch.facts.hf_cache import hf_cache_dirs
+from sglaunch.facts.model import ModelNotCached, resolve_model_dir
 from sglaunch.memory.weights import read_safetensors_header, safetensors_payload_bytes
 from sglaunch.validators.rules.host.checks import DEFAULT_HOST, nodes_of, ports_to_bind, split_addr
 from sglaunch.validators.rules.host.facts import (

@@ -11,10 +11,10 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sglaunch.memory.assumptions import with_memory_facts
-from sglaunch.validators.facts import CheckInput
 from sglaunch.validators.findings import Finding, Severity
 
 if TYPE_CHECKING:
+    from sglaunch.validators.facts import CheckInput
     from sglaunch.validators.memory.layouts import Layout
     from sglaunch.validators.memory.plan import MemoryPlan
 

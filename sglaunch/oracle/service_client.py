@@ -45,10 +45,10 @@ from sglaunch.oracle.ipc import (
     private_dir,
     runtime_dir,
 )
-from sglaunch.validators.facts import GpuFacts
 
 if TYPE_CHECKING:
     from sglaunch.oracle.client import Oracle
+    from sglaunch.validators.facts import GpuFacts
 
 NO_SERVICE_ENV = "SGLAUNCH_NO_ORACLE_SERVICE"
 # the service enforces each timeout itself; this is how much longer a client waits

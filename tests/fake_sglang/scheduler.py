@@ -99,6 +99,9 @@ class Scheduler:
             ("srt/managers/tp_worker.py", 263, "__init__", "self._model_runner = ModelRunner("),
         ]  # fmt: skip
         self.log.error("Scheduler hit an exception: " + _fake_traceback(head + frames, last))
+        # a real scheduler fails seconds in, never in its first milliseconds: the whole tree
+        # lives long enough to be seen (and then seen gone) on a busy machine too
+        time.sleep(1.0)
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.cfg["ppid"], signal.SIGQUIT)
         return 0

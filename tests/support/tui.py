@@ -29,6 +29,7 @@ def make_app(
     profile: str | None = None,
     profile_dir: object | None = None,
     export_dir: object | None = None,
+    on_first_frame: Callable[[], None] | None = None,
 ) -> SglaunchApp:
     nvml = nvml or FakeNvml(
         [], init_error=NVMLError_LibraryNotFound("NVML Shared Library Not Found")
@@ -50,6 +51,7 @@ def make_app(
         argv=argv,
         debounce=debounce,
         profile=profile,
+        on_first_frame=on_first_frame,
     )
     _record_toasts(app)
     return app

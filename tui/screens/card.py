@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -10,8 +12,10 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from sglaunch.validators.cards import Card
 from sglaunch.validators.findings import Finding, Fix
+
+if TYPE_CHECKING:
+    from sglaunch.validators.cards import Card
 
 
 class CardScreen(ModalScreen[Fix | None]):

@@ -11,29 +11,30 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from rich.text import Text
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.geometry import Size
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 from textual.widgets._header import HeaderTitle
 
 from sglaunch.display import fit_title
-from sglaunch.flags.schema import FlagSchema
 from sglaunch.secrets import Masker, secret_values
-from sglaunch.session import LaunchSession
 from sglaunch.tui.widgets.findings import FindingsPanel
 from sglaunch.tui.widgets.flag_editor import FlagEditor
 from sglaunch.tui.widgets.memory import MemoryPanel, one_line
 from sglaunch.tui.widgets.panels import CommandPreview, GpuPanel, ModelPanel
-from sglaunch.validators.facts import GpuMode
 from sglaunch.validators.findings import Finding, Severity
-from sglaunch.verdict import Tone, Verdict
 
 if TYPE_CHECKING:
+    from sglaunch.flags.schema import FlagSchema
     from sglaunch.program import LaunchPython
+    from sglaunch.session import LaunchSession
     from sglaunch.validators.memory.plan import MemoryPlan
+    from sglaunch.verdict import Verdict
 
-TONE_STYLE = {Tone.PENDING: "dim", Tone.OK: "green", Tone.WARN: "yellow", Tone.ERROR: "red"}
+# keyed by Tone's values (a StrEnum): the verdict module loads after the first frame
+TONE_STYLE = {"pending": "dim", "ok": "green", "warn": "yellow", "error": "red"}
 # F6 / shift+F6 cycle these, in this order (Tab walks every control in between)
 PANELS = ("#flag-search", "#flag-table", "#finding-list")
 TITLED = ("#gpu-panel", "#memory-panel", "#model-panel", "#flag-editor", "#findings", "#command")
@@ -98,6 +99,8 @@ def facts_line(session: LaunchSession, memory: str = "") -> Text:
     gpu = session.gpu
     # "NVIDIA" says nothing here: the 80 columns are better spent on the memory summary
     described = gpu.describe().replace("NVIDIA ", "")
+    from sglaunch.validators.facts import GpuMode  # drawn after the first frame
+
     parts = [described + (" (planning)" if gpu.mode is GpuMode.PLANNING else "")]
     if memory:  # before the model's details: at 80 columns the line's end is cut off
         parts.append(memory)
@@ -141,6 +144,20 @@ class _Shown:
     preview: tuple[str, str] = ("", "")
 
 
+def breakpoint_classes(app: App[object], size: Size) -> list[str]:
+    """The classes Textual's resize gives a screen of `size` (its breakpoint rule)."""
+    names = []
+    for points, cells in (
+        (app.HORIZONTAL_BREAKPOINTS, size.width),
+        (app.VERTICAL_BREAKPOINTS, size.height),
+    ):
+        for at, name in sorted(points or (), reverse=True):
+            if cells >= at:
+                names.append(name)
+                break
+    return names
+
+
 class MainScreen(Screen[None]):
     """The one-screen layout of the editor."""
 
@@ -157,6 +174,9 @@ class MainScreen(Screen[None]):
         self._facts_keep = 1
 
     def compose(self) -> ComposeResult:
+        # the classes the first resize would set, set before the first layout: the first
+        # frame is then styled and laid out once, not again when that resize arrives
+        self.add_class(*breakpoint_classes(self.app, self.app.size))
         yield Header(show_clock=False)
         yield Static("", id="facts-line")
         with Horizontal(id="body"):

@@ -12,7 +12,7 @@ import re
 import shutil
 import subprocess
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Group as RichGroup
 from rich.table import Table
@@ -36,10 +36,12 @@ from sglaunch.runtime import (
     Phase,
     Status,
 )
-from sglaunch.runtime.after_launch import Comparison
-from sglaunch.runtime.watch import Watcher
-from sglaunch.tui.server_handle import ServerHandle
 from sglaunch.tui.widgets.panels import bar
+
+if TYPE_CHECKING:
+    from sglaunch.runtime.after_launch import Comparison
+    from sglaunch.runtime.watch import Watcher
+    from sglaunch.tui.server_handle import ServerHandle
 
 # what the start-up timeline shows, in order (launched is implied)
 TIMELINE = (

@@ -9,7 +9,7 @@ a list input for flags that take several values, and a reset.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import on
@@ -20,11 +20,13 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Button, Input, Label, Select, Static, Switch
 
-from sglaunch.flags.schema import FlagSchema, FlagSpec
+from sglaunch.flags.values import FlagValueError, display_value, parse_value
 from sglaunch.secrets import MASK, is_secret_flag
-from sglaunch.session import FlagValueError, display_value, parse_value
 from sglaunch.tui.groups import Group, build_groups
 from sglaunch.tui.widgets.row_list import RowHeader, RowList
+
+if TYPE_CHECKING:
+    from sglaunch.flags.schema import FlagSchema, FlagSpec
 
 UNSET = "(sglang decides)"
 NAME_MIN, NAME_MAX = 18, 40
@@ -112,39 +114,38 @@ class FlagEditor(Vertical):
         self.query_text = ""
         self.current: str | None = None
         self.widths = column_widths(64)
-        self._built = False  # rows are made once the table's width is known
+        self._settled = False  # the widths are the laid-out table's (not the default)
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="Search flags by name or help  ( / )", id="flag-search")
-        yield RowHeader(_header(self.widths), id="flag-header")
+        yield RowHeader(lambda: _header(self._widths_now()), id="flag-header")
         yield RowList(id="flag-table")
         yield FlagDetail(id="flag-detail")
 
     def on_mount(self) -> None:
-        if self.query_one("#flag-table", RowList).line_width:
-            self.rebuild()
-            return
-        # else the first resize builds them: ~530 rows made once at start-up, not twice. The
-        # flag it will select is shown now: the detail pane's size is then settled by the
-        # first layout, and the rows alone need drawing after that resize
-        first = next((specs[0] for _, specs in self.matching()), None)
-        if first is not None:
-            self.show_detail(first.dest)
+        # the rows are set before the first layout and each is made when first drawn, at
+        # the laid-out width (_widths_now): the first frame draws the table once
+        self.rebuild()
+
+    def _widths_now(self) -> tuple[int, int, int]:
+        """The columns for the table's width as laid out (the default until it is)."""
+        if not self._settled:
+            total = self.query_one("#flag-table", RowList).line_width
+            if total > 0:
+                self.widths = column_widths(total)
+                self._settled = True
+        return self.widths
 
     def on_resize(self) -> None:
-        table = self.query_one("#flag-table", RowList)
-        total = table.line_width
-        if not self._built and not table.show_vertical_scrollbar:
-            # the rows about to be made will overflow: leave room for the scrollbar now
-            rows = sum(len(specs) + 1 for _, specs in self.matching())
-            if rows > table.size.height:
-                total -= table.styles.scrollbar_size_vertical
+        total = self.query_one("#flag-table", RowList).line_width
+        if total <= 0:
+            return
         widths = column_widths(total)
-        if total > 0 and (widths != self.widths or not self._built):
+        if not self._settled:  # nothing drawn yet: the first rows take these
+            self.widths, self._settled = widths, True
+        elif widths != self.widths:
             self.widths = widths
-            header = self.query_one("#flag-header", RowHeader)
-            header.text = _header(widths)
-            header.refresh()
+            self.query_one("#flag-header", RowHeader).refresh()
             self.rebuild()
 
     def set_schema(self, schema: FlagSchema) -> None:
@@ -167,7 +168,6 @@ class FlagEditor(Vertical):
         return out
 
     def rebuild(self) -> None:
-        self._built = True
         table = self.query_one("#flag-table", RowList)
         keep = self.current
         rows: list[tuple[str, Text | None]] = []
@@ -194,6 +194,7 @@ class FlagEditor(Vertical):
         return self.query_one("#flag-table", RowList).row_keys()
 
     def _row(self, spec: FlagSpec) -> Text:
+        name_w, value_w, default_w = self._widths_now()
         changed = spec.dest in self.values
         mark = Text("●", style="bold yellow") if changed else Text(" ")
         if spec.dest in self.flagged:
@@ -208,11 +209,11 @@ class FlagEditor(Vertical):
         return Text.assemble(
             mark,
             " ",
-            _cell(name, self.widths[0]),
+            _cell(name, name_w),
             " ",
-            _cell(value, self.widths[1]),
+            _cell(value, value_w),
             " ",
-            _cell(Text(_default_text(spec), style="dim"), self.widths[2]),
+            _cell(Text(_default_text(spec), style="dim"), default_w),
         )
 
     def refresh_values(self, values: Mapping[str, Any], flagged: set[str] | None = None) -> None:

@@ -16,7 +16,6 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
-from sglaunch.memory.api import REJECTED, line_verdict, rejection
 from sglaunch.tui.widgets.panels import bar
 
 if TYPE_CHECKING:
@@ -24,11 +23,12 @@ if TYPE_CHECKING:
     from sglaunch.validators.memory.plan import MemoryPlan
 
 GIB = 1024**3
+# the plan's verdicts, and memory.api.REJECTED (that module loads after the first frame)
 VERDICT_STYLE = {
     "fits": "bold green",
     "tight": "bold yellow",
     "does-not-fit": "bold red",
-    REJECTED: "bold red",
+    "rejected": "bold red",
 }
 # what the panel says for a line a rule rejects: its numbers are a plan, not a promise
 PLAN_ONLY = "plan only: line rejected"  # the panel is ~28 columns wide
@@ -84,6 +84,8 @@ class MemoryPanel(Static):
             self.border_title = "memory"
             self.update(Text("the plan needs a model (ctrl+o)", style="dim"))
             return
+        from sglaunch.memory.api import REJECTED, line_verdict, rejection  # with the first plan
+
         k = plan.knobs
         self.border_title = f"memory/GPU · tp {k.tp} · m: layouts"
         verdict = line_verdict(plan, findings)
@@ -101,6 +103,8 @@ def one_line(plan: MemoryPlan | None, findings: Sequence[Finding] = ()) -> str:
     """The narrow layout's stand-in: the verdict and the KV tokens."""
     if plan is None:
         return ""
+    from sglaunch.memory.api import REJECTED, line_verdict  # with the first plan
+
     verdict = line_verdict(plan, findings)
     shown = PLAN_ONLY if verdict == REJECTED else verdict
     return f"KV {tokens_text(plan.max_total_num_tokens)} tokens ({shown})"

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Group as RichGroup
 from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
-from sglaunch.validators.facts import GIB, GpuFacts, GpuMode, ModelFacts
+if TYPE_CHECKING:
+    from sglaunch.validators.facts import GpuFacts, ModelFacts
 
 
 def bar(fraction: float, width: int = 12) -> Text:
@@ -19,6 +22,8 @@ def bar(fraction: float, width: int = 12) -> Text:
 
 
 def gib(n: int | None) -> str:
+    from sglaunch.validators.facts import GIB  # drawn after the first frame, with the facts
+
     return "?" if n is None else f"{n / GIB:.0f}"
 
 
@@ -33,6 +38,8 @@ class GpuPanel(Static):
         if probing:
             self.update(Text("probing GPUs through NVML…", style="dim"))
             return
+        from sglaunch.validators.facts import GpuMode  # drawn after the first frame
+
         lines: list[RenderableType] = []
         if gpu.mode is GpuMode.PLANNING:
             lines.append(

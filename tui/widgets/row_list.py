@@ -44,15 +44,16 @@ class RowHeader(Widget):
     }
     """
 
-    def __init__(self, text: Text, *, id: str | None = None) -> None:
+    def __init__(self, text: Callable[[], Text], *, id: str | None = None) -> None:
         super().__init__(id=id)
+        # asked at each draw: the columns it lines up with may be settled only then
         self.text = text
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
         if y != 0:
             return Strip.blank(width, self.rich_style)
-        strip = text_strip(self.text, width, self.app.console)
+        strip = text_strip(self.text(), width, self.app.console)
         return Strip(
             [Segment(t, self.rich_style + s if s else self.rich_style, c) for t, s, c in strip],
             strip.cell_length,
@@ -160,7 +161,7 @@ class RowList(ScrollView, can_focus=True):
         self._index = {k: i for i, k in enumerate(self._keys)}
         self._skip = set(skip or ())
         self._cache.clear()
-        self.virtual_size = Size(self.size.width, len(self._keys))
+        self.virtual_size = Size(0, len(self._keys))
         self.refresh()
 
     def update_row(self, key: str, text: Text) -> None:
@@ -216,8 +217,10 @@ class RowList(ScrollView, can_focus=True):
         ).adjust_cell_length(width, style)
 
     def on_resize(self, event: events.Resize) -> None:
-        self.virtual_size = Size(event.size.width, len(self._keys))
-        self._cache.clear()
+        # rows never scroll sideways (overflow-x: hidden): only a new width makes them stale,
+        # and the strips for the old one go. A virtual size set again would lay out again.
+        if event.size.width != self.virtual_size.width:
+            self._cache.clear()
 
     # --- cursor -----------------------------------------------------------------------
 

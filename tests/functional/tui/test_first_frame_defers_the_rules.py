@@ -1,6 +1,8 @@
 """The TUI's first frame draws the editor without the rule engine: the rule modules (and the
 catalogue and host checks that import them) load right after it, when the launch is first
-checked, and the settled screen shows that check's verdict."""
+checked, and the settled screen shows that check's verdict. So do the session, the verdict,
+the model's and the GPUs' facts, the memory plan, profiles and releases: the frame draws
+none of them."""
 
 from __future__ import annotations
 
@@ -10,7 +12,21 @@ import sys
 
 from tests.support.tui import make_app
 
-FIRST_FRAME = r"""
+# what the first frame does without: each loads after it, where it is first used
+LATER = (
+    "sglaunch.session",
+    "sglaunch.verdict",
+    "sglaunch.release",
+    "sglaunch.validators.facts",
+    "sglaunch.facts.model",
+    "sglaunch.facts.gpu",
+    "sglaunch.memory.api",
+    "sglaunch.profiles",
+    "sglaunch.flags.argv",
+)
+FIRST_FRAME = (
+    f"LATER = {LATER!r}\n"
+    + r"""
 import json, sys
 from sglaunch.tui.launch import build_app
 
@@ -21,6 +37,7 @@ start = app._start
 def first_frame():  # what was loaded and drawn when the frame was marked
     rows = app.screen.query_one("#flag-table").row_count
     at_frame.update(registry="sglaunch.validators.registry" in sys.modules, rows=rows > 500)
+    at_frame["later"] = sorted(m for m in LATER if m in sys.modules)
     start()
 
 app._start = first_frame
@@ -39,6 +56,7 @@ async def ready(pilot):
 
 app.run(headless=True, size=(160, 50), auto_pilot=ready)
 """
+)
 
 
 def test_the_first_frame_shows_every_flag_before_any_rule_loads() -> None:
@@ -47,7 +65,7 @@ def test_the_first_frame_shows_every_flag_before_any_rule_loads() -> None:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     seen = json.loads(done.stdout.strip().splitlines()[-1])
-    assert seen["at_frame"] == {"registry": False, "rows": True}
+    assert seen["at_frame"] == {"registry": False, "rows": True, "later": []}
     assert seen["settled"]["registry"] is True
     assert seen["settled"]["status"]  # the launch was checked once the frame was up
 
@@ -61,3 +79,13 @@ async def test_an_app_checks_its_launch_when_first_asked() -> None:
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert len(app.session.gpu.devices) == 8  # the preset chosen before the app ran holds
+
+
+def test_styles_keyed_by_a_later_modules_values_cover_each_of_them() -> None:
+    from sglaunch.memory.api import REJECTED
+    from sglaunch.tui.screens.main import TONE_STYLE
+    from sglaunch.tui.widgets.memory import VERDICT_STYLE
+    from sglaunch.verdict import Tone
+
+    assert set(TONE_STYLE) == {str(tone) for tone in Tone}
+    assert REJECTED in VERDICT_STYLE
