@@ -13,7 +13,8 @@ oracle service warm and cold, and with a worker of its own
 (`--no-oracle-service`), against the same `launch_server` time. Budgets: warm
 answer under 100 ms median; a check process with a warm service under 0.2 s. Also
 printed: what the worker spends around sglang's own resolution (handing the request
-to its child, the answer back): the child is forked before the request arrives.
+to its child, the answer back): the child is forked before the request arrives, and
+builds sglang's argument parser while it waits (how many answers used it is printed).
 """
 
 from __future__ import annotations
@@ -116,7 +117,7 @@ def main() -> int:
             print(f"bench/oracle.py: the oracle is unavailable: {status.reason}", file=sys.stderr)
             return 2
         try:
-            latencies, around = [], []
+            latencies, around, prebuilt = [], [], 0
             for i in range(args.queries):
                 argv, gpu = lines[i % len(lines)]
                 t1 = time.perf_counter()
@@ -125,6 +126,8 @@ def main() -> int:
                 timing = answer.timing
                 if "child_s" in timing and "total_s" in timing:
                     around.append((timing["child_s"] - timing["total_s"]) * 1000)
+                # sglang's parser built by the waiting child before the request came
+                prebuilt += "parser_prebuilt_s" in timing
                 if not answer.answered:
                     print(f"bench/oracle.py: query failed: {answer.fault}", file=sys.stderr)
                     return 2
@@ -159,6 +162,7 @@ def main() -> int:
         "warm_median_ms": round(median, 1),
         "warm_p95_ms": round(p95, 1),
         "worker_around_resolution_ms": round(statistics.median(around), 1) if around else None,
+        "prebuilt_parser_answers": prebuilt,
         "worker_rss_mib": round(w_rss / 1024),
         "worker_pss_mib": round(w_pss / 1024),
         "child_rss_mib": round(c_rss / 1024),
@@ -183,7 +187,8 @@ def main() -> int:
     if around:
         print(
             f"around the resolution    median {statistics.median(around):.1f} ms in the worker "
-            "(request to its waiting child, answer back)"
+            "(request to its waiting child, answer back); "
+            f"{prebuilt} of {len(lat)} answers with the parser the child built ahead"
         )
     print(
         f"memory                   worker RSS {numbers['worker_rss_mib']} MiB (PSS {numbers['worker_pss_mib']}), "

@@ -29,7 +29,6 @@ import math
 import os
 import re
 import stat
-import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -443,6 +442,8 @@ def parse_toml(
         raise TooComplex(
             f"{label} nests deeper than {max_depth} levels, more than any {what}{tail}"
         )
+    import tomllib  # only to read TOML: its import costs every command ~2-3 ms
+
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

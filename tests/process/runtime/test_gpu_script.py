@@ -1,9 +1,14 @@
-"""scripts/gpu_facts_check.py with a fake NVML (the real one runs on the GPU machine)."""
+"""The GPU machine's scripts here, without a GPU: scripts/gpu_facts_check.py with a fake NVML,
+the CUDA start-up check and the all-in-one script saying what they could not do (the real
+runs are on the GPU machine; README, "Last run on a GPU")."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -49,3 +54,41 @@ def test_no_nvml_gpu_exits_one(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_script_exists_where_the_gpu_machine_expects_it() -> None:
     assert Path(ROOT / "scripts" / "gpu_facts_check.py").is_file()
+
+
+def test_the_cuda_start_up_check_without_a_gpu_says_so_and_exits_2() -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "cuda_startup_check.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "CUDA_VISIBLE_DEVICES": ""},
+    )
+    assert done.returncode == 2, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["status"] == "no-gpu" and report["stages"] == []
+
+
+def test_the_gpu_machine_script_names_its_arguments() -> None:
+    done = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "gpu_machine_checks.sh")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "usage: bash scripts/gpu_machine_checks.sh WHEELS_DIR|- OUT_DIR" in done.stderr
+
+
+def test_the_gpu_machine_script_reports_every_step_when_out_of_time(tmp_path: Path) -> None:
+    done = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "gpu_machine_checks.sh"), "-", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "BUDGET": "1", "PY": sys.executable},
+    )
+    assert done.returncode == 1  # nothing ran, so nothing passed
+    summary = (tmp_path / "summary.txt").read_text().splitlines()
+    assert [line.split()[0] for line in summary] == ["setup", "a", "b", "d", "c"]
+    assert all("rc=skip" in line for line in summary)
