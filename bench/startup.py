@@ -25,6 +25,7 @@ import time
 
 CHILD = r"""
 import json, sys, time
+import sglaunch.cli  # as the `sglaunch` command starts: its package installs the dataclass cache
 from sglaunch.tui.launch import build_app, pause_collection
 
 resume = pause_collection()  # as `sglaunch` (run_tui) starts the app
