@@ -401,12 +401,12 @@ class SglaunchApp(App[int]):
 
     def profile_opened(self, profile: Profile) -> None:
         """A profile is the launch now: check for the release it names, unless one is known."""
-        from sglaunch.revalidate import profile_named_version  # with the profiles, after the frame
+        # with the profiles, after the first frame
+        from sglaunch.release import VersionSource, choose
+        from sglaunch.revalidate import profile_named_version
 
         validated = profile.validated
         self._validated_with = validated.sglang_version if validated is not None else None
-        from sglaunch.release import VersionSource, choose
-
         named = self.named_version or profile_named_version(validated)
         if self.active.source is not VersionSource.INSTALLED and named != self.active.version:
             self.active = choose(None, named)
@@ -721,9 +721,9 @@ class SglaunchApp(App[int]):
     def on_app_focus(self) -> None:
         # back from another terminal (where `sglaunch oracle setup` ran, say): look again,
         # at most every RETRY_EVERY_S: a broken install costs seconds of imports per try
-        now = time.monotonic()
         from sglaunch.verdict import Phase  # loaded with the first check
 
+        now = time.monotonic()
         if self.tiers.phase is Phase.UNAVAILABLE and now - self._retried_at >= RETRY_EVERY_S:
             self._retried_at = now
             self.action_retry_oracle()
@@ -905,11 +905,11 @@ class SglaunchApp(App[int]):
 
     def confirm_launch(self, host: list[Finding]) -> None:
         """The launch dialog: the verdict's warnings and the host's, or straight on."""
+        from sglaunch.validators.facts import GpuMode  # loaded by then, with the session
+
         warnings = [f for f in self.verdict.findings if f.severity is Severity.WARNING]
         warnings += [f for f in host if f.severity is Severity.WARNING]
         lines = [f"! {w.message}" for w in warnings[:5]]
-        from sglaunch.validators.facts import GpuMode  # loaded by then, with the session
-
         if self.session.gpu.mode is GpuMode.PLANNING:
             # the checks were for a preset, not for GPUs sglang will find on this machine
             lines.insert(

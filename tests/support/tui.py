@@ -4,8 +4,12 @@ oracle, and bounded waits for what it does (the functional and process TUI tests
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
+import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 from sglaunch.facts.gpu import probe_gpus
 from sglaunch.facts.model import load_model_facts
@@ -55,6 +59,14 @@ def make_app(
     )
     _record_toasts(app)
     return app
+
+
+def child_report(code: str) -> Any:
+    """Run `code` (which starts an app headless) in a fresh interpreter, as `sglaunch` starts:
+    what its last line of output says, as JSON."""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def _record_toasts(app: SglaunchApp) -> None:

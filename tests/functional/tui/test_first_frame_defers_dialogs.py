@@ -3,13 +3,11 @@ a text area); it loads when a dialog first opens, and the dialog opens as before
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 
 from textual.screen import ModalScreen
 
-from tests.support.tui import make_app
+from tests.support.tui import child_report, make_app
 
 DIALOGS = "sglaunch.tui.screens.dialogs"
 
@@ -30,11 +28,7 @@ app.run(headless=True, size=(160, 50), auto_pilot=ready)
 
 
 def test_the_first_frame_imports_no_dialog() -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", FIRST_FRAME], capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"dialogs": False}
+    assert child_report(FIRST_FRAME) == {"dialogs": False}
 
 
 async def test_a_dialog_still_opens_on_its_key() -> None:

@@ -6,11 +6,7 @@ none of them."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
-from tests.support.tui import make_app
+from tests.support.tui import child_report, make_app
 
 # what the first frame does without: each loads after it, where it is first used
 LATER = (
@@ -60,11 +56,7 @@ app.run(headless=True, size=(160, 50), auto_pilot=ready)
 
 
 def test_the_first_frame_shows_every_flag_before_any_rule_loads() -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", FIRST_FRAME], capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    seen = child_report(FIRST_FRAME)
     assert seen["at_frame"] == {"registry": False, "rows": True, "later": []}
     assert seen["settled"]["registry"] is True
     assert seen["settled"]["status"]  # the launch was checked once the frame was up

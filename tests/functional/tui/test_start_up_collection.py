@@ -4,15 +4,12 @@ what the start-up made frozen; `sglaunch` (run_tui) and the bench start it the s
 from __future__ import annotations
 
 import gc
-import json
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
 
 from sglaunch.tui.launch import pause_collection
-from tests.support.tui import make_app
+from tests.support.tui import child_report, make_app
 
 
 @pytest.fixture
@@ -77,9 +74,8 @@ app.run(headless=True, size=(160, 50), auto_pilot=ready)
 
 
 def test_collection_is_off_while_the_app_starts_and_on_from_its_first_frame() -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", STARTED], capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
-    assert seen == {"while_composing": False, "after_first_frame": True, "frozen": True}
+    assert child_report(STARTED) == {
+        "while_composing": False,
+        "after_first_frame": True,
+        "frozen": True,
+    }
