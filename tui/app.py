@@ -117,6 +117,12 @@ class SglaunchApp(App[int]):
         on_first_frame: Callable[[], None] | None = None,
     ) -> None:
         super().__init__()
+        if collaborators.css_rules is not None:
+            from sglaunch.tui.css_cache import CachedStylesheet
+
+            # before any CSS is read: Textual made its stylesheet in __init__ and reads the
+            # app's and the widgets' CSS from the first message on
+            self.stylesheet = CachedStylesheet.replacing(self.stylesheet, collaborators.css_rules)
         self.schema = schema
         self.c = collaborators
         self.debounce = debounce

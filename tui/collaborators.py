@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from sglaunch.release import FlagFacts
     from sglaunch.session import LaunchSession
+    from sglaunch.tui.css_cache import CssRulesCache
     from sglaunch.tui.server import ServerFactory
     from sglaunch.validators.facts import GpuFacts, ModelFacts
     from sglaunch.validators.findings import Finding
@@ -45,3 +46,5 @@ class Collaborators:
     hf_cache_dirs: Sequence[Path] = field(default_factory=tuple)
     # the host before ctrl+l launches (sglaunch.host.host_findings); None: not checked
     host_check: Callable[[LaunchSession], list[Finding]] | None = None
+    # Textual's parsed CSS kept between runs (tui/css_cache.py); None: parsed every start
+    css_rules: CssRulesCache | None = None

@@ -112,11 +112,13 @@ def build_app(
     # heavy: textual, only after the terminal check above
     from sglaunch.tui.app import SglaunchApp
     from sglaunch.tui.collaborators import Collaborators  # heavy: textual, as above
+    from sglaunch.tui.css_cache import open_cache  # heavy: textual, as above
 
     collab = Collaborators(
         gpu_probe=_probe_gpus,
         model_loader=_load_model_facts,
         hf_cache_dirs=tuple(hf_cache_dirs(os.environ)),
+        css_rules=open_cache(),
     )
     try:
         if not with_oracle:

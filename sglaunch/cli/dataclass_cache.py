@@ -14,28 +14,23 @@ from __future__ import annotations
 
 import atexit
 import builtins
-import contextlib
 import marshal
 import os
 import sys
 from typing import Any
 
+from sglaunch.kept_blobs import KeptBlobs
+
 # Past this many texts (~1.4 KB each: classes of older versions of sglaunch, of other
-# programs' runs) a file keeps only what the process writing it used: every process
-# reads the whole file, ~1 ms per 600 texts. A check uses ~400, the TUI and the CLI ~550.
+# programs' runs) a file keeps only what the process writing it used (KeptBlobs.write):
+# every process reads the whole file, ~1 ms per 600 texts. A check uses ~400, the TUI and
+# the CLI ~550.
 MAX_TEXTS = 1500
 
 
-class CodeCache:
+class CodeCache(KeptBlobs):
     """Code objects by the source text they were compiled from, read from `path` once;
-    what was compiled anew is written back by `save` (atomically: a file another process
-    reads is whole)."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.codes = _read(path)
-        self.new: dict[str, bytes] = {}
-        self.used: set[str] = set()
+    what was compiled anew is written back by `save`."""
 
     def exec(self, source: Any, globals: dict[str, Any] | None = None, locals: Any = None) -> None:
         """`exec` as the builtin does it, a source text compiled only the first time."""
@@ -43,7 +38,7 @@ class CodeCache:
             builtins.exec(source, globals, locals)
             return
         code = None
-        blob = self.codes.get(source)
+        blob = self.find(source)
         if blob is not None:
             try:
                 code = marshal.loads(blob)
@@ -59,32 +54,7 @@ class CodeCache:
         builtins.exec(code, globals, locals)
 
     def save(self) -> None:
-        if not self.new:
-            return
-        codes = {**self.codes, **self.new}
-        if len(codes) > MAX_TEXTS:
-            codes = {k: v for k, v in codes.items() if k in self.used or k in self.new}
-        tmp = f"{self.path}.{os.getpid()}.tmp"
-        try:
-            with open(tmp, "wb") as fh:
-                fh.write(marshal.dumps(codes))
-            os.replace(tmp, self.path)
-        except OSError:  # a read-only install: every process compiles, as without the cache
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            return
-        self.codes, self.new = codes, {}
-
-
-def _read(path: str) -> dict[str, bytes]:
-    try:
-        with open(path, "rb") as fh:
-            data = marshal.loads(fh.read())
-    except (OSError, EOFError, ValueError, TypeError):
-        return {}
-    if not isinstance(data, dict):
-        return {}
-    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, bytes)}
+        self.write(MAX_TEXTS)
 
 
 def cache_path(folder: str | None = None) -> str:

@@ -16,6 +16,7 @@ from sglaunch.facts.model import load_model_facts
 from sglaunch.flags.schema import bundled_schema
 from sglaunch.tui.app import SglaunchApp
 from sglaunch.tui.collaborators import Collaborators
+from sglaunch.tui.css_cache import CssRulesCache
 from tests.fakes.nvml import FakeNvml, NVMLError_LibraryNotFound
 from tests.fakes.oracle import FakeOracle
 
@@ -34,6 +35,7 @@ def make_app(
     profile_dir: object | None = None,
     export_dir: object | None = None,
     on_first_frame: Callable[[], None] | None = None,
+    css_rules: CssRulesCache | None = None,
 ) -> SglaunchApp:
     nvml = nvml or FakeNvml(
         [], init_error=NVMLError_LibraryNotFound("NVML Shared Library Not Found")
@@ -46,6 +48,7 @@ def make_app(
         server_factory=server_factory,
         profile_dir=profile_dir,
         export_dir=export_dir,
+        css_rules=css_rules,
     )
     app = SglaunchApp(
         schema=bundled_schema(),

@@ -76,7 +76,7 @@ def test_a_damaged_or_unwritable_cache_is_compiled_around(
     path = Path(cache_path(str(tmp_path)))
     path.write_bytes(b"\x00 not marshal")
     cache = CodeCache(str(path))
-    assert cache.codes == {}
+    assert cache.entries == {}
     cls = _with(cache, monkeypatch)
     assert repr(cls(1)) == "_make.<locals>.Point(x=1, y=2, tags=())"
     missing = CodeCache(str(tmp_path / "no-such-folder" / path.name))
@@ -107,7 +107,7 @@ def test_a_cache_past_its_size_keeps_what_the_process_used(
     used, new = set(second.used), set(second.new)
     assert used == set(first.new) and new
     second.save()
-    assert set(CodeCache(path).codes) == used | new, "the texts nobody used are dropped"
+    assert set(CodeCache(path).entries) == used | new, "the texts nobody used are dropped"
 
 
 def test_a_command_process_reads_the_cache_the_previous_one_wrote(tmp_path: Path) -> None:
@@ -120,7 +120,7 @@ def test_a_command_process_reads_the_cache_the_previous_one_wrote(tmp_path: Path
         f"cache = mod.install({str(tmp_path)!r})\n"
         "import sglaunch.cli.check, sglaunch.validators.registry\n"
         "assert cache is None or dataclasses.exec == cache.exec\n"
-        "print(len(cache.codes) if cache else 0, len(cache.new) if cache else 0)\n"
+        "print(len(cache.entries) if cache else 0, len(cache.new) if cache else 0)\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     runs = []
