@@ -267,6 +267,7 @@ class SglaunchApp(App[int]):
         self.first_frame_cpu = time.process_time()
         if self._on_first_frame is not None:
             self._on_first_frame()
+        self.call_next(self.main.first_frame_shown)
         self.main.render_gpus(self.session, probing=self.probing)
         if self.probing:
             self.probe_gpus()

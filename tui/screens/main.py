@@ -21,7 +21,7 @@ from textual.widgets._header import HeaderTitle
 from sglaunch.display import fit_title
 from sglaunch.secrets import Masker, secret_values
 from sglaunch.tui.widgets.findings import FindingsPanel
-from sglaunch.tui.widgets.flag_editor import FlagEditor
+from sglaunch.tui.widgets.flag_editor import FlagDetail, FlagEditor
 from sglaunch.tui.widgets.memory import MemoryPanel, one_line
 from sglaunch.tui.widgets.panels import CommandPreview, GpuPanel, ModelPanel
 from sglaunch.validators.findings import Finding, Severity
@@ -251,6 +251,10 @@ class MainScreen(Screen[None]):
             panel.show_not_cached(session.model_note)
         else:
             panel.show_empty()
+
+    async def first_frame_shown(self) -> None:
+        """What the first frame leaves out, now that it is up: the focused flag's controls."""
+        await self.query_one(FlagDetail).mount_controls()
 
     def render_gpus(self, session: LaunchSession, *, probing: bool = False) -> None:
         self.query_one(GpuPanel).show(session.gpu, probing=probing)

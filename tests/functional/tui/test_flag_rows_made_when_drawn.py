@@ -67,7 +67,7 @@ async def test_a_row_made_late_equals_one_made_at_once() -> None:
 
 
 class _Detail(App[None]):
-    """A FlagDetail asked to show a choice flag before its choice list is mounted."""
+    """A FlagDetail asked to show a choice flag before its controls are mounted."""
 
     def __init__(self, dest: str, value: object) -> None:
         super().__init__()
@@ -83,6 +83,8 @@ class _Detail(App[None]):
         spec = bundled_schema().get(self.dest)
         assert spec is not None
         detail.show(spec, self.value, True)
+        # as sglaunch's App does at its first frame (MainScreen.first_frame_shown)
+        self.call_after_refresh(detail.mount_controls)
 
 
 async def test_a_choice_flag_shown_before_its_control_is_mounted_gets_it() -> None:
